@@ -1,0 +1,46 @@
+# deltakeeper — build, generate, test. `make help` lists the targets.
+SHELL := /usr/bin/env bash -o pipefail
+.DEFAULT_GOAL := help
+
+GO ?= go
+CONTROLLER_GEN := $(GO) tool controller-gen
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/deltakeeper/deltakeeper/internal/version.Version=$(VERSION)
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN{FS=":.*##"} /^[a-zA-Z_-]+:.*##/{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Development
+.PHONY: generate
+generate: ## Generate deepcopy code, CRDs and RBAC from the API markers.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=deltakeeper-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	hack/gen-chart-crds.sh
+	$(GO) run ./hack/gen-api-docs config/crd/bases docs/api.md
+
+.PHONY: manifests
+manifests: generate ## Alias of generate.
+
+.PHONY: build
+build: ## Build bin/deltakeeper (static).
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/deltakeeper ./cmd/deltakeeper
+
+.PHONY: lint
+lint: ## gofmt, go vet and generated-files freshness.
+	hack/lint.sh
+
+##@ Test
+.PHONY: test
+test: ## Run every test: lint, unit, conformance, S3, envtest (real kube-apiserver), benchmark-module tests.
+	hack/test.sh
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver and etcd from the Go module proxy; print KUBEBUILDER_ASSETS.
+	@hack/build-k8s.sh
+
+##@ Demo
+.PHONY: demo
+demo: ## The main job on an embedded default: local table + local control plane.
+	hack/demo.sh

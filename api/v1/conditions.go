@@ -1,0 +1,71 @@
+package v1
+
+// Condition types. Every kind has Ready, so `kubectl wait --for=condition=Ready` and GitOps health checks
+// (Argo CD, Flux kstatus) work the same way for all of them.
+const (
+	// ConditionReady summarises the object: True when it is doing what its spec asks.
+	ConditionReady = "Ready"
+
+	// ConditionReachable (DeltaTable) is True when the last inspect Job could read the table.
+	ConditionReachable = "Reachable"
+	// ConditionPropertiesApplied (DeltaTable) is True when the table carries the declared properties and
+	// clustering columns.
+	ConditionPropertiesApplied = "PropertiesApplied"
+	// ConditionMaintenanceSucceeded (DeltaTable) reflects the last maintenance run on the table, from any policy.
+	ConditionMaintenanceSucceeded = "MaintenanceSucceeded"
+
+	// ConditionLastRunSucceeded (OptimizePolicy) reflects the policy's last finished run.
+	ConditionLastRunSucceeded = "LastRunSucceeded"
+
+	// ConditionProgressing (StreamIngest) is True while batches are being committed.
+	ConditionProgressing = "Progressing"
+)
+
+// Condition reasons. They are CamelCase, stable, and meant for alerting rules and automation; messages carry
+// the details for people.
+const (
+	// ReasonPending: no Job has reported yet.
+	ReasonPending = "Pending"
+	// ReasonInspecting: an inspect Job is running.
+	ReasonInspecting = "Inspecting"
+	// ReasonInspected: the last inspect Job read the table.
+	ReasonInspected = "Inspected"
+	// ReasonUnreachable: the worker could not read the table (storage error, missing table, credentials).
+	ReasonUnreachable = "Unreachable"
+	// ReasonUnsupportedTable: the table uses a feature the worker does not implement; it refused to write.
+	ReasonUnsupportedTable = "UnsupportedTable"
+	// ReasonPropertiesApplied: the table carries the declared properties.
+	ReasonPropertiesApplied = "PropertiesApplied"
+	// ReasonPropertiesPending: the declared properties differ and will be committed by the next inspect Job.
+	ReasonPropertiesPending = "PropertiesPending"
+	// ReasonJobFailed: a worker Job failed without a result.
+	ReasonJobFailed = "JobFailed"
+	// ReasonInvalidResult: a worker Job's result could not be parsed.
+	ReasonInvalidResult = "InvalidResult"
+	// ReasonRunSucceeded: the last run succeeded (or found nothing to do).
+	ReasonRunSucceeded = "RunSucceeded"
+	// ReasonRunFailed: the last run failed.
+	ReasonRunFailed = "RunFailed"
+	// ReasonRunRefused: the worker refused to run (unsupported table or bad argument).
+	ReasonRunRefused = "RunRefused"
+
+	// ReasonScheduled: the policy is waiting for its next slot.
+	ReasonScheduled = "Scheduled"
+	// ReasonSuspended: the policy or stream is suspended.
+	ReasonSuspended = "Suspended"
+	// ReasonInvalidSchedule: the schedule or time zone cannot be parsed.
+	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonNoTargets: the targets resolve to no DeltaTable.
+	ReasonNoTargets = "NoTargets"
+	// ReasonTargetNotFound: a named target table does not exist.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonMissedSchedule: a slot was missed by more than startingDeadlineSeconds and skipped.
+	ReasonMissedSchedule = "MissedSchedule"
+
+	// ReasonIngestNotAvailable: this build's worker cannot run the requested ingest.
+	ReasonIngestNotAvailable = "IngestNotAvailable"
+	// ReasonBatchCommitted: the last batch committed.
+	ReasonBatchCommitted = "BatchCommitted"
+	// ReasonCompleted: an availableNow stream processed everything.
+	ReasonCompleted = "Completed"
+)

@@ -1,0 +1,226 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// JobTemplate is the curated part of the worker Jobs' pod spec that users may change. It is deliberately not a
+// full PodTemplateSpec: the security context, command, volumes and credentials are the operator's to set, and a
+// full pod template would push the CRDs past the size that client-side apply and Argo CD can handle.
+type JobTemplate struct {
+	// Image overrides the worker image (default: the image the manager was started with).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// ImagePullPolicy of the worker container.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ImagePullSecrets for the worker image.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Resources of the worker container. Compaction streams row groups, so memory needs are modest; clustering
+	// spills to the pod's scratch volume beyond the memory limit.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector of the worker pod.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the worker pod.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity of the worker pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// PriorityClassName of the worker pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// ServiceAccountName overrides the ServiceAccount of the worker pod. By default the table's
+	// storage.credentials.serviceAccountName is used, else the namespace's default ServiceAccount.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// PodLabels are added to the worker pods (for cost attribution or network policies).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+
+	// PodAnnotations are added to the worker pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// ActiveDeadlineSeconds bounds how long one run may take before Kubernetes stops it.
+	// +optional
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:default=21600
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// BackoffLimit is how many times a failed worker pod is retried. Runs are idempotent, so a retry is safe.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +kubebuilder:default=1
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// TTLSecondsAfterFinished keeps finished Jobs this long so their results can be read; history limits
+	// usually delete them earlier.
+	// +optional
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:default=86400
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// Operation is a maintenance operation that a worker Job performs.
+// +kubebuilder:validation:Enum=Inspect;Optimize;Cluster;Vacuum;Checkpoint;Ingest
+type Operation string
+
+// Operations run by worker Jobs.
+const (
+	OperationInspect    Operation = "Inspect"
+	OperationOptimize   Operation = "Optimize"
+	OperationCluster    Operation = "Cluster"
+	OperationVacuum     Operation = "Vacuum"
+	OperationCheckpoint Operation = "Checkpoint"
+	OperationIngest     Operation = "Ingest"
+)
+
+// RunResult is how a worker run ended.
+// +kubebuilder:validation:Enum=Running;Succeeded;NothingToDo;Failed;Refused;Skipped
+type RunResult string
+
+// Run results. Refused means the worker declined to touch the table (an unsupported table feature or a bad
+// argument) and retrying will not help until someone changes the table or the spec.
+const (
+	RunRunning     RunResult = "Running"
+	RunSucceeded   RunResult = "Succeeded"
+	RunNothingToDo RunResult = "NothingToDo"
+	RunFailed      RunResult = "Failed"
+	RunRefused     RunResult = "Refused"
+	RunSkipped     RunResult = "Skipped"
+)
+
+// RunRecord summarises one worker run. It is deliberately small: status lives in etcd, and histories are
+// capped so an object never grows past what the API server accepts.
+type RunRecord struct {
+	// JobName of the run's Job (empty for skipped slots).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	JobName string `json:"jobName,omitempty"`
+
+	// Table is the DeltaTable the run worked on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Table string `json:"table,omitempty"`
+
+	// Operations the run performed, in order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=6
+	// +listType=atomic
+	Operations []Operation `json:"operations,omitempty"`
+
+	// Result of the run.
+	Result RunResult `json:"result"`
+
+	// Reason is a machine-readable cause: the trigger that started the run, or why it failed or was skipped.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+
+	// Message is a short human-readable summary.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// ScheduledTime is the schedule slot (or run-now request) the run belongs to.
+	// +optional
+	ScheduledTime *metav1.Time `json:"scheduledTime,omitempty"`
+
+	// StartTime is when the Job was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the run ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// TableVersion is the table version the run committed (or read, if it committed nothing).
+	// +optional
+	TableVersion *int64 `json:"tableVersion,omitempty"`
+
+	// FilesRemoved counts data files the run rewrote or deleted.
+	// +optional
+	FilesRemoved int64 `json:"filesRemoved,omitempty"`
+
+	// FilesAdded counts data files the run wrote.
+	// +optional
+	FilesAdded int64 `json:"filesAdded,omitempty"`
+
+	// BytesRemoved counts bytes of the files removed.
+	// +optional
+	BytesRemoved int64 `json:"bytesRemoved,omitempty"`
+
+	// BytesAdded counts bytes of the files added.
+	// +optional
+	BytesAdded int64 `json:"bytesAdded,omitempty"`
+}
+
+// ProtocolStatus is a table's Delta protocol.
+type ProtocolStatus struct {
+	// MinReaderVersion of the table.
+	MinReaderVersion int32 `json:"minReaderVersion"`
+	// MinWriterVersion of the table.
+	MinWriterVersion int32 `json:"minWriterVersion"`
+	// ReaderFeatures of the table (reader version 3).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	ReaderFeatures []string `json:"readerFeatures,omitempty"`
+	// WriterFeatures of the table (writer version 7).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	WriterFeatures []string `json:"writerFeatures,omitempty"`
+}
+
+// ColumnQuality describes how well the files' value ranges on one column support data skipping. It is
+// computed from the per-file statistics of the live files (see docs/clustering-quality.md).
+type ColumnQuality struct {
+	// Column is the logical column name.
+	// +kubebuilder:validation:MaxLength=255
+	Column string `json:"column"`
+	// Status is ok, or no_stats when no live file has min and max for the column.
+	// +kubebuilder:validation:Enum=ok;no_stats
+	Status string `json:"status"`
+	// NumFiles is the number of live files.
+	NumFiles int64 `json:"numFiles"`
+	// NumFilesWithStats counts files that have both min and max for the column.
+	NumFilesWithStats int64 `json:"numFilesWithStats"`
+	// AvgCoveragePct is the mean share of the table's value range that one file spans, in percent.
+	AvgCoveragePct float64 `json:"avgCoveragePct"`
+	// AvgDepth is the mean number of files a point value falls into (1 is perfect).
+	AvgDepth float64 `json:"avgDepth"`
+	// MaxDepth is the largest number of files any point value falls into.
+	MaxDepth int64 `json:"maxDepth"`
+	// OverlapRatio is (avgDepth-1)/(numFilesWithStats-1): 0 means no overlap, 1 means every file overlaps every other.
+	OverlapRatio float64 `json:"overlapRatio"`
+	// SkippingEffectiveness is 1-overlapRatio: the share of non-matching files a point query can skip.
+	SkippingEffectiveness float64 `json:"skippingEffectiveness"`
+}

