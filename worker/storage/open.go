@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Config holds what opening any location may need. Only S3 has settings today.
+type Config struct {
+	S3 S3Config
+}
+
+// Environment variables read by ConfigFromEnv besides the standard AWS ones.
+const (
+	// EnvS3PathStyle = "true" addresses buckets path-style (endpoint/bucket/key), as most
+	// S3-compatible servers need.
+	EnvS3PathStyle = "DELTAKEEPER_S3_PATH_STYLE"
+)
+
+// ConfigFromEnv reads the standard AWS environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN, AWS_REGION (else AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (else
+// AWS_ENDPOINT_URL), AWS_CA_BUNDLE and AWS_MAX_ATTEMPTS, plus DELTAKEEPER_S3_PATH_STYLE. Without
+// AWS_ACCESS_KEY_ID the SDK's default credential chain (IRSA web identity, instance roles, shared
+// config) applies when a store is opened.
+//
+// It never fails: an unusable value (DELTAKEEPER_S3_PATH_STYLE=yess) is reported by Open, with the
+// variable's name, when an S3 location is opened.
+func ConfigFromEnv() Config {
+	c := S3Config{
+		AccessKeyID:     os.Getenv("AWS_ACCESS_KEY_ID"),
+		SecretAccessKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		SessionToken:    os.Getenv("AWS_SESSION_TOKEN"),
+		Region:          firstEnv("AWS_REGION", "AWS_DEFAULT_REGION"),
+		Endpoint:        firstEnv("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+		CABundleFile:    os.Getenv("AWS_CA_BUNDLE"),
+	}
+	if v := os.Getenv(EnvS3PathStyle); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			c.envErr = fmt.Errorf("%s=%q is not a boolean: set it to true or false", EnvS3PathStyle, v)
+		}
+		c.UsePathStyle = b
+	}
+	if v := os.Getenv("AWS_MAX_ATTEMPTS"); v != "" && c.envErr == nil {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			c.envErr = fmt.Errorf("AWS_MAX_ATTEMPTS=%q is not a positive integer", v)
+		}
+		c.MaxAttempts = n
+	}
+	return Config{S3: c}
+}
+
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Open returns the store for a table location: "s3://bucket/prefix" (also s3a:// and s3n://, as
+// Spark writes them), "file:///abs/path", or a plain local path (made absolute). The location is taken
+// as raw bytes: it is not percent-decoded.
+func Open(ctx context.Context, location string, cfg Config) (Store, error) {
+	loc, err := ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	return openLocation(ctx, loc, cfg)
+}
+
+func openLocation(ctx context.Context, loc Location, cfg Config) (Store, error) {
+	switch loc.Scheme {
+	case SchemeS3:
+		return NewS3(ctx, cfg.S3, loc.Bucket, loc.Path)
+	case SchemeFile:
+		return NewLocal(loc.Path)
+	}
+	return nil, fmt.Errorf("unsupported location scheme %q", loc.Scheme)
+}
