@@ -1,0 +1,316 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// ErrIncompleteLog is matched by errors for logs lacking a protocol or metadata action.
+var ErrIncompleteLog = errors.New("delta log has no protocol or metadata")
+
+// Latest loads the snapshot of the newest version.
+func (t *Table) Latest(ctx context.Context) (*Snapshot, error) { return t.load(ctx, NoVersion) }
+
+// At loads the snapshot of version v (time travel).
+func (t *Table) At(ctx context.Context, v Version) (*Snapshot, error) {
+	if v < 0 {
+		return nil, fmt.Errorf("table %s: version %d is negative", t.Location(), v)
+	}
+	return t.load(ctx, v)
+}
+
+func (t *Table) load(ctx context.Context, target Version) (*Snapshot, error) {
+	l, full, err := t.listForTarget(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	below := NoVersion
+	for {
+		seg, err := buildSegment(t.Location(), l, target, below)
+		var notFound *VersionNotFoundError
+		if errors.As(err, &notFound) && (!full || l.truncated) {
+			// The listing was partial (from a hint, or cut at the target); list everything so the
+			// error names the real earliest and latest versions.
+			all, lerr := listLog(ctx, t.store, "", NoVersion)
+			if lerr != nil {
+				return nil, lerr
+			}
+			return nil, &VersionNotFoundError{Table: t.Location(), Requested: target, Earliest: all.earliestRecoverable(), Latest: all.maxVersion}
+		}
+		if err != nil {
+			return nil, err
+		}
+		snap, err := t.replay(ctx, seg)
+		if err == nil {
+			return snap, nil
+		}
+		var cpErr *checkpointReadError
+		if !errors.As(err, &cpErr) || ctx.Err() != nil {
+			return nil, err
+		}
+		// A corrupt checkpoint: fall back to an older one (or to commit 0) if the commits after
+		// it are still there, as Spark does; otherwise report the checkpoint error.
+		if !full {
+			if l, err = listLog(ctx, t.store, "", target); err != nil {
+				return nil, err
+			}
+			full = true
+		}
+		below = cpErr.version
+		if _, parts := l.newestCheckpoint(maxVersion(target, l.maxVersion), below); parts == nil {
+			if _, ok := l.commits[0]; !ok {
+				return nil, cpErr
+			}
+		}
+	}
+}
+
+func maxVersion(target, latest Version) Version {
+	if target == NoVersion {
+		return latest
+	}
+	return target
+}
+
+// listForTarget lists the log, starting at the _last_checkpoint hint when it can help; full
+// reports whether the listing started at the beginning of the log.
+func (t *Table) listForTarget(ctx context.Context, target Version) (*listing, bool, error) {
+	hint, ok, err := readLastCheckpoint(ctx, t.store)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok && (target == NoVersion || hint.Version <= target) {
+		l, err := listLog(ctx, t.store, versionPrefix(hint.Version), target)
+		if err != nil {
+			return nil, false, err
+		}
+		// The hint is trusted only if the checkpoint it names is really there and complete.
+		if v, _ := l.newestCheckpoint(maxVersion(target, l.maxVersion), NoVersion); v >= hint.Version {
+			return l, false, nil
+		}
+	}
+	l, err := listLog(ctx, t.store, "", target)
+	return l, true, err
+}
+
+// checkpointReadError marks a failure to read a checkpoint, which load may recover from.
+type checkpointReadError struct {
+	version Version
+	err     error
+}
+
+func (e *checkpointReadError) Error() string {
+	return fmt.Sprintf("read checkpoint %d: %v", e.version, e.err)
+}
+func (e *checkpointReadError) Unwrap() error { return e.err }
+
+// replay reconstructs the snapshot of a segment.
+func (t *Table) replay(ctx context.Context, seg *logSegment) (*Snapshot, error) {
+	st := newReplayState()
+	if len(seg.checkpoint) > 0 {
+		if err := t.readCheckpoint(ctx, seg, st); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &checkpointReadError{version: seg.cpVersion, err: err}
+		}
+	}
+	var commitInfo *CommitInfo
+	for _, f := range seg.deltas {
+		isTarget := f.kind == kindCommit && f.version == seg.version
+		err := readJSONActions(ctx, t.store, f.Key, func(a *Action) error {
+			if a.CommitInfo != nil {
+				if isTarget {
+					commitInfo = a.CommitInfo
+				}
+				return nil
+			}
+			if a.Sidecar != nil || a.CheckpointMetadata != nil {
+				return nil // only allowed in checkpoints; ignore rather than misapply
+			}
+			st.apply(a)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
+		}
+	}
+	return t.finish(seg, st, commitInfo)
+}
+
+// readCheckpoint loads a checkpoint: non-file actions first, so that the metadata can tell
+// whether statistics are stored as JSON or only as stats_parsed, then the file actions, inline
+// or from sidecars.
+func (t *Table) readCheckpoint(ctx context.Context, seg *logSegment, st *replayState) error {
+	first := seg.checkpoint[0]
+	if first.format == "json" {
+		if err := readJSONActions(ctx, t.store, first.Key, func(a *Action) error { st.apply(a); return nil }); err != nil {
+			return err
+		}
+	} else {
+		for _, part := range seg.checkpoint {
+			if err := readParquetActions(ctx, t.store, part.Key, parquetReadRequest{columns: nonFileColumns}, st.in, func(a *Action) error { st.apply(a); return nil }); err != nil {
+				return err
+			}
+		}
+	}
+	req := parquetReadRequest{columns: fileColumns, statsParsed: st.needsStatsParsed()}
+	if first.format != "json" {
+		for _, part := range seg.checkpoint {
+			if err := readParquetActions(ctx, t.store, part.Key, req, st.in, func(a *Action) error { st.apply(a); return nil }); err != nil {
+				return err
+			}
+		}
+	}
+	for _, sc := range st.sidecars {
+		key, err := sidecarKey(t.Location(), sc.Path)
+		if err != nil {
+			return err
+		}
+		if err := readParquetActions(ctx, t.store, key, req, st.in, func(a *Action) error {
+			if a.Add != nil || a.Remove != nil {
+				st.apply(a)
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("sidecar %s: %w", sc.Path, err)
+		}
+	}
+	if st.cpMeta != nil && Version(st.cpMeta.Version) != seg.cpVersion {
+		return fmt.Errorf("checkpoint %s declares version %d", first.Key, st.cpMeta.Version)
+	}
+	return nil
+}
+
+// needsStatsParsed: statistics are only in stats_parsed when the table turned JSON stats off.
+func (s *replayState) needsStatsParsed() bool {
+	if s.metadata == nil {
+		return true
+	}
+	asJSON, err := TableProperties(s.metadata.Configuration).WriteStatsAsJSON()
+	return err != nil || !asJSON
+}
+
+// sidecarKey resolves a sidecar path: a bare (URL-encoded) name relative to _delta_log/_sidecars/
+// or an absolute URI under the table.
+func sidecarKey(tableLocation, p string) (string, error) {
+	if isAbsoluteURI(p) {
+		return ObjectKey(tableLocation, p)
+	}
+	key, err := ObjectKey(tableLocation, p)
+	if err != nil {
+		return "", fmt.Errorf("sidecar path %q: %w", p, err)
+	}
+	return SidecarDir + key, nil
+}
+
+// finish validates the reconciled state and builds the Snapshot.
+func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snapshot, error) {
+	loc := t.Location()
+	if st.protocol == nil || st.metadata == nil {
+		missing := "protocol"
+		if st.protocol != nil {
+			missing = "metadata"
+		}
+		return nil, fmt.Errorf("table %s at version %d: the log has no %s action: %w", loc, seg.version, missing, ErrIncompleteLog)
+	}
+	if err := checkLogReadable(loc, st.protocol); err != nil {
+		return nil, err
+	}
+	schema, err := types.ParseSchema(st.metadata.SchemaString)
+	if err != nil {
+		return nil, fmt.Errorf("table %s at version %d: %w", loc, seg.version, err)
+	}
+	props := TableProperties(st.metadata.Configuration)
+	if props == nil {
+		props = TableProperties{}
+	}
+	mode, err := props.ColumnMappingMode()
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", loc, err)
+	}
+	if err := validateColumnMapping(schema, mode, ""); err != nil {
+		return nil, fmt.Errorf("table %s: %w", loc, err)
+	}
+	s := &Snapshot{
+		table: t, version: seg.version, protocol: *st.protocol, metadata: *st.metadata,
+		schema: schema, props: props, mode: mode, segment: seg, commitInfo: ci,
+		files: st.sortedFiles(), tombstones: st.sortedTombstones(),
+		txns: make(map[string]SetTransaction, len(st.txns)), domains: make(map[string]DomainMetadata, len(st.domains)),
+	}
+	for k, v := range st.txns {
+		s.txns[k] = *v
+	}
+	for k, v := range st.domains {
+		s.domains[k] = *v
+	}
+	for _, f := range s.files {
+		s.totalBytes += f.Size
+	}
+	if err := s.resolveTimestamp(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// resolveTimestamp sets the snapshot's commit time: the in-commit timestamp for versions at or
+// after ICT enablement (required there), otherwise the commit file's modification time (the
+// checkpoint's when the commit file is gone).
+func (s *Snapshot) resolveTimestamp() error {
+	if s.commitInfo != nil && s.commitInfo.InCommitTimestamp != nil {
+		s.ict = s.commitInfo.InCommitTimestamp
+	}
+	if s.props.InCommitTimestampsEnabled() {
+		enabledAt, _, hasEnablement, err := s.props.ICTEnablement()
+		if err != nil {
+			return fmt.Errorf("table %s: %w", s.table.Location(), err)
+		}
+		if (!hasEnablement || s.version >= enabledAt) && s.ict == nil && s.segment.latestCommit != nil {
+			return fmt.Errorf("table %s: in-commit timestamps are enabled but commit %d has no commitInfo.inCommitTimestamp; the commit was not written by a compliant writer", s.table.Location(), s.version)
+		}
+	}
+	switch {
+	case s.ict != nil:
+		s.timestamp = time.UnixMilli(*s.ict).UTC()
+	case s.segment.latestCommit != nil:
+		s.timestamp = s.segment.latestCommit.ModTime
+	case len(s.segment.checkpoint) > 0:
+		s.timestamp = s.segment.checkpoint[0].ModTime
+	}
+	return nil
+}
+
+// checkLogReadable refuses tables whose log itself deltakeeper cannot interpret: an unknown
+// reader version, an unknown reader feature (it may change how the log is read, as v2Checkpoint
+// did), or a catalog/coordinator owning the commits. Operation-specific refusals are
+// CheckProtocol's job.
+func checkLogReadable(table string, p *Protocol) error {
+	refuse := func(feature, reason, hint string) error {
+		return &UnsupportedError{Table: table, Operation: OpRead, Feature: feature, Reason: reason, Hint: hint}
+	}
+	if p.MinReaderVersion < 1 || p.MinReaderVersion > maxReaderVersion {
+		return refuse("", fmt.Sprintf("reader version %d is not one deltakeeper understands (1-%d)", p.MinReaderVersion, maxReaderVersion), "upgrade deltakeeper")
+	}
+	for _, f := range p.ReaderFeatureSet() {
+		if _, known := featureRules[f]; !known {
+			return refuse(f, "deltakeeper does not know this reader feature, so it cannot interpret the log", "upgrade deltakeeper")
+		}
+		switch f {
+		case FeatureCatalogManaged, FeatureCatalogOwnedPreview, FeatureCoordinatedCommits, FeatureRedirectReaderWriter:
+			reason, hint := featureRules[f](gateInput{op: OpRead})
+			return refuse(f, reason, hint)
+		}
+	}
+	for _, f := range p.WriterFeatureSet() {
+		if f == FeatureCoordinatedCommits {
+			// Without the coordinator the newest commits are not in _delta_log yet.
+			reason, hint := featureRules[f](gateInput{op: OpRead})
+			return refuse(f, reason, hint)
+		}
+	}
+	return nil
+}
