@@ -61,4 +61,3 @@ func checkConformanceTable(ctx context.Context, t *testing.T, dir string, c conf
 	return fmt.Sprintf("ok   %s v%d, %d files, protocol %d/%d", id, snap.Version(), snap.NumFiles(),
 		snap.Protocol().MinReaderVersion, snap.Protocol().MinWriterVersion), true
 }
-

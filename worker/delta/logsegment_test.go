@@ -42,12 +42,12 @@ func commitNames(from, to int) []string {
 
 func TestParseLogFile_RecognisesProtocolNamesOnly(t *testing.T) {
 	ok := map[string]logFileKind{
-		v20(3) + ".json":                                                kindCommit,
-		v20(3) + ".crc":                                                 kindChecksum,
-		v20(3) + ".checkpoint.parquet":                                  kindCheckpointClassic,
-		v20(3) + ".checkpoint.0000000001.0000000002.parquet":            kindCheckpointMultiPart,
+		v20(3) + ".json":               kindCommit,
+		v20(3) + ".crc":                kindChecksum,
+		v20(3) + ".checkpoint.parquet": kindCheckpointClassic,
+		v20(3) + ".checkpoint.0000000001.0000000002.parquet":             kindCheckpointMultiPart,
 		v20(3) + ".checkpoint.80a083e8-7026-4e79-81be-64bd76c43a11.json": kindCheckpointUUID,
-		v20(3) + "." + v20(5) + ".compacted.json":                       kindCompaction,
+		v20(3) + "." + v20(5) + ".compacted.json":                        kindCompaction,
 	}
 	for name, kind := range ok {
 		f, recognised := parseLogFile(storage.ObjectInfo{Key: LogDir + name})
