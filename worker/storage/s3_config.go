@@ -63,7 +63,7 @@ type S3Config struct {
 	PartSize int64
 	// ReadAhead is how much Open's readers fetch around a small read, so sequential small reads (a
 	// Parquet reader's pages) cost one request per ReadAhead bytes; 0 means DefaultS3ReadAhead,
-	// negative disables read-ahead.
+	// negative disables read-ahead. Each open reader keeps up to 4 such windows until closed.
 	ReadAhead int64
 
 	// envErr records an unusable value ConfigFromEnv found, reported when a store is opened so that

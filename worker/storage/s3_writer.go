@@ -15,6 +15,9 @@ import (
 // caller's context is already cancelled (the usual reason to abort).
 const abortTimeout = 30 * time.Second
 
+// maxParts is S3's limit on parts per multipart upload.
+const maxParts = 10_000
+
 // Create implements Store with a streaming multipart upload: parts of PartSize bytes are uploaded as
 // they fill, so memory stays at one part; an object smaller than one part is sent as one PutObject.
 // The object appears only when CompleteMultipartUpload (or the PutObject) succeeds in Close.
@@ -79,6 +82,10 @@ func (w *s3Writer) uploadPart() error {
 		w.uploadID = aws.ToString(out.UploadId)
 	}
 	num := int32(len(w.parts) + 1)
+	if num > maxParts {
+		return fmt.Errorf("create %s: the object needs more than %d parts of %d bytes: raise the S3 part size",
+			w.s.uri(w.key), maxParts, w.partSize)
+	}
 	out, err := w.s.client.UploadPart(w.ctx, &s3.UploadPartInput{
 		Bucket: &w.s.bucket, Key: &w.objectKey, UploadId: &w.uploadID, PartNumber: &num,
 		Body: bytes.NewReader(w.buf), ContentLength: aws.Int64(int64(len(w.buf))),

@@ -150,16 +150,21 @@ func Start(t testing.TB) *Server {
 		"--log-level", "NOTICE",
 		s.dataDir)
 	setProcAttr(s.cmd)
-	stderr, err := s.cmd.StderrPipe()
+	// An os.Pipe rather than StderrPipe: Wait (in its own goroutine) would close StderrPipe's reader
+	// under readLog; this one reads until the server's end closes.
+	logR, logW, err := os.Pipe()
 	if err != nil {
 		t.Fatalf("s3server: %v", err)
 	}
-	s.cmd.Stdout = s.cmd.Stderr
-	if err := s.cmd.Start(); err != nil {
+	s.cmd.Stdout, s.cmd.Stderr = logW, logW
+	err = s.cmd.Start()
+	logW.Close()
+	if err != nil {
+		logR.Close()
 		t.Fatalf("s3server: starting %s: %v", bin, err)
 	}
 	addr := make(chan string, 1)
-	go s.readLog(stderr, addr)
+	go s.readLog(logR, addr)
 	go func() { _ = s.cmd.Wait(); close(s.done) }()
 	t.Cleanup(s.stop)
 
@@ -179,7 +184,8 @@ func Start(t testing.TB) *Server {
 var listenRE = regexp.MustCompile(`Starting s3 server on \[(http://[^\]/ ]+)/?\]`)
 
 // readLog keeps the server's output for failure messages and reports the listen address once seen.
-func (s *Server) readLog(r io.Reader, addr chan<- string) {
+func (s *Server) readLog(r io.ReadCloser, addr chan<- string) {
+	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sent := false
 	for sc.Scan() {
