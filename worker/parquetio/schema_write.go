@@ -34,6 +34,9 @@ type leafDesc struct {
 	maxRep  int
 	order   orderKind
 	logical *types.PrimitiveType // the Delta type, for statistics; nil for variant parts
+	// variantPart is 1 for the value and 2 for the metadata leaf of a variant: statistics report the
+	// variant as one column (null count only), under its own path.
+	variantPart int
 }
 
 // writeKind is the shape of one node of the output schema.
@@ -179,7 +182,8 @@ func (b *schemaBuilder) node(name string, t types.DataType, optional bool, field
 				if err != nil {
 					return nil, err
 				}
-				b.out.leaves[c.leaf].order, b.out.leaves[c.leaf].logical = orderNone, nil
+				l := b.out.leaves[c.leaf]
+				l.order, l.logical, l.variantPart = orderNone, nil, len(n.children)+1
 				n.children = append(n.children, c)
 				n.leaves = append(n.leaves, c.leaves...)
 			}

@@ -13,13 +13,31 @@ import (
 type ColumnStats struct {
 	// Path is the column's path from the top: the field names for struct nesting (as given in the
 	// written schema, i.e. physical names under column mapping); leaves inside arrays and maps carry the
-	// Parquet names of the levels in between ("list", "element", "key_value", "key", "value").
+	// Parquet names of the levels in between ("list", "element", "key_value", "key", "value"). A variant
+	// is one entry under its own path, with a null count only.
 	Path []string
 	// Min and Max are exact (never truncated) and ordered as types.Compare orders them (NaN last). They
 	// are nil when every value is null or the column is unordered (the parts of a variant).
 	Min, Max types.Value
 	// NullCount counts null values (for leaves inside arrays and maps: null or absent elements).
 	NullCount int64
+}
+
+// columnStatsOf converts per-leaf statistics; a variant's two leaves become one entry for the variant.
+func columnStatsOf(leaves []*leafDesc, stats []leafStats) []ColumnStats {
+	var out []ColumnStats
+	for i, l := range leaves {
+		switch l.variantPart {
+		case 1:
+			cs := stats[i].columnStats(l)
+			cs.Path = cs.Path[:len(cs.Path)-1]
+			out = append(out, cs)
+		case 2:
+		default:
+			out = append(out, stats[i].columnStats(l))
+		}
+	}
+	return out
 }
 
 // leafStats accumulates a leaf's statistics over row groups.

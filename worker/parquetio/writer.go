@@ -215,8 +215,6 @@ func (w *Writer) Close() (*WriteResult, error) {
 
 func (w *Writer) result(size int64) *WriteResult {
 	res := &WriteResult{NumRows: w.fw.numRows, Bytes: size}
-	for i, l := range w.schema.leaves {
-		res.Columns = append(res.Columns, w.stats[i].columnStats(l))
-	}
+	res.Columns = columnStatsOf(w.schema.leaves, w.stats)
 	return res
 }
