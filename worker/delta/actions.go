@@ -131,7 +131,7 @@ type RemoveFile struct {
 	DeletionTimestamp       *int64                    `json:"deletionTimestamp,omitempty"`
 	DataChange              bool                      `json:"dataChange"`
 	ExtendedFileMetadata    *bool                     `json:"extendedFileMetadata,omitempty"`
-	PartitionValues         PartitionValues           `json:"partitionValues,omitempty"`
+	PartitionValues         PartitionValues           `json:"partitionValues"`
 	Size                    *int64                    `json:"size,omitempty"`
 	Stats                   string                    `json:"stats,omitempty"`
 	Tags                    map[string]string         `json:"tags,omitempty"`
@@ -208,7 +208,7 @@ type CommitInfo struct {
 	InCommitTimestamp   *int64            `json:"inCommitTimestamp,omitempty"`
 	Timestamp           *int64            `json:"timestamp,omitempty"`
 	Operation           string            `json:"operation,omitempty"`
-	OperationParameters map[string]string `json:"operationParameters,omitempty"`
+	OperationParameters map[string]string `json:"operationParameters"`
 	ReadVersion         *int64            `json:"readVersion,omitempty"`
 	IsolationLevel      string            `json:"isolationLevel,omitempty"`
 	IsBlindAppend       *bool             `json:"isBlindAppend,omitempty"`
@@ -293,3 +293,5 @@ func nonNil[T any](s []T) []T {
 func ptr[T any](v T) *T { return &v }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -61,7 +61,7 @@ var legacyWriterFeatures = [][]string{
 
 // ReaderFeatureSet returns the reader features in force: the explicit list from reader version 3,
 // otherwise what the legacy version implies (2 → columnMapping).
-func (p *Protocol) ReaderFeatureSet() []string {
+func (p Protocol) ReaderFeatureSet() []string {
 	switch {
 	case p.MinReaderVersion >= 3:
 		return sortedUnique(p.ReaderFeatures)
@@ -73,7 +73,7 @@ func (p *Protocol) ReaderFeatureSet() []string {
 
 // WriterFeatureSet returns the writer features in force: the explicit list from writer version 7
 // (reader features are writer features too), otherwise the legacy implications.
-func (p *Protocol) WriterFeatureSet() []string {
+func (p Protocol) WriterFeatureSet() []string {
 	if p.MinWriterVersion >= 7 {
 		return sortedUnique(append(slices.Clone(p.WriterFeatures), p.ReaderFeatureSet()...))
 	}
@@ -85,10 +85,10 @@ func (p *Protocol) WriterFeatureSet() []string {
 }
 
 // HasWriterFeature reports whether f is supported by the table (listed or implied).
-func (p *Protocol) HasWriterFeature(f string) bool { return slices.Contains(p.WriterFeatureSet(), f) }
+func (p Protocol) HasWriterFeature(f string) bool { return slices.Contains(p.WriterFeatureSet(), f) }
 
 // HasReaderFeature reports whether f is a reader feature of the table (listed or implied).
-func (p *Protocol) HasReaderFeature(f string) bool { return slices.Contains(p.ReaderFeatureSet(), f) }
+func (p Protocol) HasReaderFeature(f string) bool { return slices.Contains(p.ReaderFeatureSet(), f) }
 
 // isReaderWriterFeature lists the features that belong in readerFeatures too.
 var readerWriterFeatures = map[string]bool{

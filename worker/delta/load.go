@@ -139,6 +139,18 @@ func (t *Table) replay(ctx context.Context, seg *logSegment) (*Snapshot, error) 
 			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
 		}
 	}
+	if commitInfo == nil && seg.latestCommit != nil && (len(seg.deltas) == 0 || seg.deltas[len(seg.deltas)-1].version != seg.version) {
+		// The checkpoint is at the snapshot version: its commit still carries the commitInfo.
+		err := readJSONActions(ctx, t.store, seg.latestCommit.Key, func(a *Action) error {
+			if a.CommitInfo != nil {
+				commitInfo = a.CommitInfo
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
+		}
+	}
 	return t.finish(seg, st, commitInfo)
 }
 

@@ -236,3 +236,7 @@ const (
 	DomainClustering  = "delta.clustering"
 	DomainRowTracking = "delta.rowTracking"
 )
+
+func slicesBinarySearchPath(files []*AddFile, path string) (int, bool) {
+	return slices.BinarySearchFunc(files, path, func(a *AddFile, p string) int { return strings.Compare(a.Path, p) })
+}

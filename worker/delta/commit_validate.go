@@ -1,0 +1,163 @@
+package delta
+
+import (
+	"fmt"
+)
+
+// validate enforces, before anything is written, the protocol's rules for one commit and the
+// guarantees of the transaction's kind. A violation is a bug in the caller; committing it could
+// corrupt the table, so it is refused with an error naming the file.
+func (tx *Transaction) validate() error {
+	loc := tx.table.Location()
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("table %s: refusing to commit %s: %s", loc, tx.opts.Operation, fmt.Sprintf(format, args...))
+	}
+	if len(tx.adds) == 0 && len(tx.removes) == 0 && len(tx.txns) == 0 && len(tx.domains) == 0 && tx.newMetadata == nil && tx.newProtocol == nil {
+		return fail("the transaction has no actions")
+	}
+	// The protocol may have gained features in this transaction; the kind must still be allowed.
+	if err := CheckProtocol(loc, tx.protocol(), tx.metadata(), tx.snap.schema, tx.kind); err != nil {
+		return err
+	}
+	addPaths := make(map[string]*AddFile, len(tx.adds))
+	for _, a := range tx.adds {
+		if a.Path == "" {
+			return fail("an added file has an empty path")
+		}
+		if _, dup := addPaths[a.Path]; dup {
+			return fail("file %s is added twice", a.Path)
+		}
+		addPaths[a.Path] = a
+		if _, err := ObjectKey(loc, a.Path); err != nil {
+			return fail("%v", err)
+		}
+		if a.DeletionVector != nil {
+			if _, ok := NumRecords(a.Stats); !ok {
+				return fail("file %s carries a deletion vector but no numRecords statistic", a.Path)
+			}
+		}
+		if err := tx.checkPartitionValues(a); err != nil {
+			return fail("%v", err)
+		}
+		// Re-adding a live path with another DV is only legal together with removing the old one.
+		if old, ok := tx.snap.livePath(a.Path); ok && old.DeletionVector.UniqueID() != a.DeletionVector.UniqueID() && !tx.removedPaths[a.Path] {
+			return fail("file %s is already in the table with another deletion vector and is not removed", a.Path)
+		}
+	}
+	seenRemoves := make(map[string]bool, len(tx.removes))
+	var removedRows int64
+	rowsKnown := true
+	for _, r := range tx.removes {
+		if seenRemoves[r.Path] {
+			return fail("file %s is removed twice", r.Path)
+		}
+		seenRemoves[r.Path] = true
+		live, ok := tx.snap.File(r.Key())
+		if !ok {
+			return fail("file %s is not live in version %d", r.Key(), tx.snap.version)
+		}
+		if a, ok := addPaths[r.Path]; ok && a.DeletionVector.UniqueID() == r.DeletionVector.UniqueID() {
+			return fail("file %s is both added and removed with the same deletion vector", r.Key())
+		}
+		if n, ok := NumRecords(live.Stats); ok {
+			removedRows += n
+			if live.DeletionVector != nil {
+				removedRows -= live.DeletionVector.Cardinality
+			}
+		} else {
+			rowsKnown = false
+		}
+	}
+	props := TableProperties(tx.metadata().Configuration)
+	switch tx.kind {
+	case OpAppend:
+		if len(tx.removes) > 0 {
+			return fail("an append may not remove files")
+		}
+		for _, a := range tx.adds {
+			if !a.DataChange {
+				return fail("appended file %s must have dataChange=true", a.Path)
+			}
+		}
+	case OpRewrite:
+		return tx.validateRewrite(fail, removedRows, rowsKnown, props)
+	case OpVacuum, OpCheckpoint, OpLogCleanup:
+		if len(tx.adds) > 0 || len(tx.removes) > 0 {
+			return fail("a %s transaction may not add or remove files", tx.kind)
+		}
+	}
+	if props.flag(PropAppendOnly) {
+		for _, r := range tx.removes {
+			if r.DataChange {
+				return fail("delta.appendOnly=true and file %s would be removed with dataChange=true", r.Path)
+			}
+		}
+	}
+	return nil
+}
+
+// validateRewrite checks that a compaction/clustering commit only rearranges rows: every action
+// has dataChange=false, and when the statistics allow it, the rows added equal the live rows
+// removed. This is the last line of defence against a rewrite that lost or duplicated rows.
+func (tx *Transaction) validateRewrite(fail func(string, ...any) error, removedRows int64, rowsKnown bool, props TableProperties) error {
+	if len(tx.removes) == 0 || len(tx.adds) == 0 && (!rowsKnown || removedRows != 0) {
+		return fail("a rewrite must remove files and add their rows back")
+	}
+	var addedRows int64
+	for _, a := range tx.adds {
+		if a.DataChange {
+			return fail("rewritten file %s must have dataChange=false", a.Path)
+		}
+		if a.DeletionVector != nil {
+			return fail("rewritten file %s must not carry a deletion vector", a.Path)
+		}
+		n, ok := NumRecords(a.Stats)
+		if !ok {
+			rowsKnown = false
+		}
+		addedRows += n
+	}
+	for _, r := range tx.removes {
+		if r.DataChange {
+			return fail("file %s must be removed with dataChange=false in a rewrite", r.Path)
+		}
+	}
+	if rowsKnown && addedRows != removedRows {
+		return fail("the new files hold %d rows but the removed files held %d live rows", addedRows, removedRows)
+	}
+	if props.flag(PropEnableRowTracking) && tx.protocol().HasWriterFeature(FeatureRowTracking) && !props.flag(PropRowTrackingSuspended) {
+		if !tx.opts.RowTrackingPreserved {
+			return fail("row tracking is enabled and the rewrite did not declare that it preserved row ids (TxnOptions.RowTrackingPreserved)")
+		}
+		tx.tags["delta.rowTracking.preserved"] = "true"
+	}
+	return nil
+}
+
+// checkPartitionValues verifies that an added file names exactly the partition columns (by
+// physical name) with values that parse as their types.
+func (tx *Transaction) checkPartitionValues(a *AddFile) error {
+	cols := tx.snap.PartitionColumns()
+	if len(a.PartitionValues) != len(cols) {
+		return fmt.Errorf("file %s has %d partition values, the table has %d partition columns", a.Path, len(a.PartitionValues), len(cols))
+	}
+	for _, f := range cols {
+		pv, ok := a.PartitionValues.Get(PhysicalName(f, tx.snap.mode))
+		if !ok {
+			return fmt.Errorf("file %s has no value for partition column %s (physical name %q)", a.Path, f.Name, PhysicalName(f, tx.snap.mode))
+		}
+		if _, err := ParsePartitionValue(f.Type, pv); err != nil {
+			return fmt.Errorf("file %s: %w", a.Path, err)
+		}
+	}
+	return nil
+}
+
+// livePath finds a live file by path regardless of its DV.
+func (s *Snapshot) livePath(path string) (*AddFile, bool) {
+	i, _ := slicesBinarySearchPath(s.files, path)
+	if i < len(s.files) && s.files[i].Path == path {
+		return s.files[i], true
+	}
+	return nil, false
+}

@@ -1,0 +1,121 @@
+package delta
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// RowTracking is a table's row-tracking state (PROTOCOL.md §Row Tracking). When the writer
+// feature is supported (and not suspended) every new file gets a fresh baseRowId above the
+// high-water mark and a defaultRowCommitVersion; the Transaction does that. When it is enabled,
+// rewrites must also preserve each row's id and commit version by writing them into the
+// materialized columns; the rewriter does that with PreservedRowID/PreservedRowCommitVersion.
+type RowTracking struct {
+	Supported bool // rowTracking is a writer feature of the table
+	Enabled   bool // delta.enableRowTracking=true: row ids are stable and must be preserved
+	Suspended bool // delta.rowTrackingSuspended=true: no ids are assigned to new files
+	// HighWaterMark is the highest row id assigned so far (-1 when none).
+	HighWaterMark int64
+	// Physical names of the materialized columns holding preserved ids (empty when unset).
+	MaterializedRowIDColumn            string
+	MaterializedRowCommitVersionColumn string
+}
+
+// RowTracking returns the table's row-tracking state.
+func (s *Snapshot) RowTracking() (RowTracking, error) {
+	rt := RowTracking{
+		Supported:                          s.protocol.HasWriterFeature(FeatureRowTracking),
+		Enabled:                            s.props.flag(PropEnableRowTracking),
+		Suspended:                          s.props.flag(PropRowTrackingSuspended),
+		HighWaterMark:                      -1,
+		MaterializedRowIDColumn:            s.props[PropMaterializedRowIDColumn],
+		MaterializedRowCommitVersionColumn: s.props[PropMaterializedRowCommitVer],
+	}
+	if d, ok := s.domains[DomainRowTracking]; ok {
+		hwm, err := parseHighWaterMark(d.Configuration)
+		if err != nil {
+			return rt, fmt.Errorf("table %s: %w", s.table.Location(), err)
+		}
+		rt.HighWaterMark = hwm
+	}
+	return rt, nil
+}
+
+// assigns reports whether new files must get row ids.
+func (rt RowTracking) assigns() bool { return rt.Supported && !rt.Suspended }
+
+func parseHighWaterMark(cfg string) (int64, error) {
+	var c struct {
+		RowIDHighWaterMark *int64 `json:"rowIdHighWaterMark"`
+	}
+	if err := json.Unmarshal([]byte(cfg), &c); err != nil || c.RowIDHighWaterMark == nil {
+		return 0, fmt.Errorf("domain %s: configuration %q has no rowIdHighWaterMark", DomainRowTracking, cfg)
+	}
+	return *c.RowIDHighWaterMark, nil
+}
+
+func highWaterMarkConfig(hwm int64) string { return fmt.Sprintf(`{"rowIdHighWaterMark":%d}`, hwm) }
+
+// PreservedRowID returns the stable row id of the row at physical index rowIndex of file f:
+// the materialized column's value when the row has one, otherwise baseRowId + rowIndex.
+func PreservedRowID(f *AddFile, rowIndex int64, materialized types.Value) (int64, error) {
+	if v, ok := asInt64(materialized); ok {
+		return v, nil
+	}
+	if f.BaseRowID == nil {
+		return 0, fmt.Errorf("file %s has no baseRowId, so its rows have no stable ids to preserve", f.Path)
+	}
+	return *f.BaseRowID + rowIndex, nil
+}
+
+// PreservedRowCommitVersion returns the row commit version of a row of f: the materialized
+// column's value when set, otherwise the file's defaultRowCommitVersion.
+func PreservedRowCommitVersion(f *AddFile, materialized types.Value) (int64, error) {
+	if v, ok := asInt64(materialized); ok {
+		return v, nil
+	}
+	if f.DefaultRowCommitVersion == nil {
+		return 0, fmt.Errorf("file %s has no defaultRowCommitVersion", f.Path)
+	}
+	return *f.DefaultRowCommitVersion, nil
+}
+
+// rowIDAssignment remembers which adds the transaction gave ids to, so that a rebase onto a
+// winner with a higher high-water mark can reassign exactly those.
+type rowIDAssignment struct {
+	assigned []*AddFile // adds that came without baseRowId
+	undated  []*AddFile // adds that came without defaultRowCommitVersion
+	records  []int64    // numRecords of each assigned add
+}
+
+func (tx *Transaction) planRowIDs() (*rowIDAssignment, error) {
+	ra := &rowIDAssignment{}
+	for _, a := range tx.adds {
+		if a.BaseRowID == nil {
+			n, ok := NumRecords(a.Stats)
+			if !ok {
+				return nil, fmt.Errorf("table %s tracks row ids, but added file %s has no numRecords statistic to size its id range", tx.table.Location(), a.Path)
+			}
+			ra.assigned = append(ra.assigned, a)
+			ra.records = append(ra.records, n)
+		}
+		if a.DefaultRowCommitVersion == nil {
+			ra.undated = append(ra.undated, a)
+		}
+	}
+	return ra, nil
+}
+
+// apply assigns ids above hwm and the commit version; it returns the new high-water mark.
+func (ra *rowIDAssignment) apply(hwm int64, version Version) int64 {
+	for i, a := range ra.assigned {
+		a.BaseRowID = ptr(hwm + 1)
+		hwm += ra.records[i]
+	}
+	for _, a := range ra.undated {
+		a.DefaultRowCommitVersion = ptr(int64(version))
+	}
+	return hwm
+}

@@ -1,0 +1,98 @@
+package delta
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRowTracking_NewFilesGetFreshIDsAboveTheHighWaterMark(t *testing.T) {
+	tbl, snap := testTable(t).Prop(PropEnableRowTracking, "true").Create()
+	ctx := context.Background()
+	p := snap.Protocol()
+	if !p.HasWriterFeature(FeatureRowTracking) || !p.HasWriterFeature(FeatureDomainMetadata) {
+		t.Fatalf("protocol %+v", p)
+	}
+	rt, _ := snap.RowTracking()
+	if !rt.Enabled || rt.MaterializedRowIDColumn == "" || rt.MaterializedRowCommitVersionColumn == "" || rt.HighWaterMark != -1 {
+		t.Fatalf("row tracking %+v", rt)
+	}
+	caller := dataFile("a.parquet", 10)
+	appendFiles(t, tbl, caller, dataFile("b.parquet", 5))
+	if caller.BaseRowID != nil {
+		t.Fatal("the transaction modified the caller's AddFile")
+	}
+	s1, _ := tbl.Latest(ctx)
+	checkRowIDs(t, s1, map[string][2]int64{"a.parquet": {0, 1}, "b.parquet": {10, 1}}, 14)
+
+	// A transaction that loses the race to another append is rebased above the winner's ids.
+	tx, _ := s1.Begin(OpAppend, TxnOptions{Operation: "WRITE", Retry: RetryPolicy{Backoff: noBackoff}})
+	tx.Add(dataFile("mine.parquet", 3))
+	appendFiles(t, tbl, dataFile("winner.parquet", 4))
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s3, _ := tbl.Latest(ctx)
+	checkRowIDs(t, s3, map[string][2]int64{"winner.parquet": {15, 2}, "mine.parquet": {19, 3}}, 21)
+}
+
+func TestRowTracking_RewriteMustDeclarePreservation(t *testing.T) {
+	tbl, _ := testTable(t).Prop(PropEnableRowTracking, "true").Create()
+	appendFiles(t, tbl, dataFile("a.parquet", 10))
+	ctx := context.Background()
+	snap, _ := tbl.Latest(ctx)
+	compact := func(preserved bool) error {
+		tx, err := snap.Begin(OpRewrite, TxnOptions{Operation: "OPTIMIZE", RowTrackingPreserved: preserved, NoAutoCheckpoint: true})
+		if err != nil {
+			return err
+		}
+		tx.Remove(false, snap.Files()...)
+		out := dataFile("c.parquet", 10)
+		out.DataChange = false
+		tx.Add(out)
+		_, err = tx.Commit(ctx)
+		return err
+	}
+	if err := compact(false); err == nil || !strings.Contains(err.Error(), "RowTrackingPreserved") {
+		t.Fatalf("undeclared preservation: err = %v", err)
+	}
+	if err := compact(true); err != nil {
+		t.Fatal(err)
+	}
+	if ci := commitInfoOf(t, tbl, 2); ci.Tags["delta.rowTracking.preserved"] != "true" {
+		t.Fatalf("commitInfo tags %v", ci.Tags)
+	}
+	// The rewritten file gets a fresh id range; preserved ids live in the materialized column.
+	s2, _ := tbl.Latest(ctx)
+	checkRowIDs(t, s2, map[string][2]int64{"c.parquet": {10, 2}}, 19)
+	if id, err := PreservedRowID(snap.Files()[0], 7, nil); err != nil || id != 7 {
+		t.Fatalf("preserved id %d %v", id, err)
+	}
+	if id, _ := PreservedRowID(snap.Files()[0], 7, int64(3)); id != 3 {
+		t.Fatalf("materialized id not preferred: %d", id)
+	}
+}
+
+func TestRowTracking_MergeIsRefusedWhileEnabled(t *testing.T) {
+	_, snap := testTable(t).Prop(PropEnableRowTracking, "true").Create()
+	if _, err := snap.Begin(OpMerge, TxnOptions{Operation: "MERGE"}); err == nil || !strings.Contains(err.Error(), "rowTracking") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func checkRowIDs(t *testing.T, s *Snapshot, want map[string][2]int64, hwm int64) {
+	t.Helper()
+	for path, w := range want {
+		f, ok := s.livePath(path)
+		if !ok {
+			t.Fatalf("%s not live", path)
+		}
+		if f.BaseRowID == nil || *f.BaseRowID != w[0] || f.DefaultRowCommitVersion == nil || *f.DefaultRowCommitVersion != w[1] {
+			t.Errorf("%s: baseRowId %v defaultRowCommitVersion %v, want %d/%d", path, f.BaseRowID, f.DefaultRowCommitVersion, w[0], w[1])
+		}
+	}
+	rt, err := s.RowTracking()
+	if err != nil || rt.HighWaterMark != hwm {
+		t.Errorf("high-water mark %d (%v), want %d", rt.HighWaterMark, err, hwm)
+	}
+}
