@@ -56,6 +56,7 @@ type columnEncoder struct {
 	pageVals    int
 	pageNulls   int
 	pageRows    int64
+	pending     bool // the page is full but the last batch may have ended inside a record
 	chunkRows   int64
 	chunk       *encodedChunk
 	bodyScratch []byte
@@ -102,8 +103,17 @@ func countEqual(levels []byte, v byte) int {
 	return n
 }
 
-// write appends a batch to the current row group's chunk.
+// write appends a batch to the current row group's chunk. A batch may end inside a record (its next
+// triplets come in the next batch); pages are only ever cut where a record starts.
 func (e *columnEncoder) write(b *columnBatch) error {
+	if b.n == 0 {
+		return nil
+	}
+	if e.pending && (e.leaf.maxRep == 0 || b.reps[0] == 0) {
+		if err := e.cut(); err != nil {
+			return err
+		}
+	}
 	maxDef := byte(e.leaf.maxDef)
 	pos, vpos := 0, 0
 	for pos < b.n {
@@ -129,16 +139,27 @@ func (e *columnEncoder) write(b *columnBatch) error {
 		e.pageNulls += end - pos - nv
 		e.pageRows += rows
 		pos, vpos = end, vpos+nv
-		if e.vals.dictFull() {
-			if err := e.flushPage(); err != nil {
-				return err
+		if e.vals.dictFull() || e.vals.pageBytes()+len(e.defs)/4+len(e.reps)/4 >= e.cfg.pageBytes {
+			if e.leaf.maxRep > 0 && end == b.n {
+				e.pending = true // the record may go on in the next batch
+				continue
 			}
-			e.vals.fallback()
-		} else if e.vals.pageBytes()+len(e.defs)/4+len(e.reps)/4 >= e.cfg.pageBytes {
-			if err := e.flushPage(); err != nil {
+			if err := e.cut(); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// cut ends the open page at a record boundary; a dictionary that outgrew its limit gives way to PLAIN.
+func (e *columnEncoder) cut() error {
+	e.pending = false
+	if err := e.flushPage(); err != nil {
+		return err
+	}
+	if e.vals.dictFull() {
+		e.vals.fallback()
 	}
 	return nil
 }
@@ -270,7 +291,7 @@ func mergeBounds(order orderKind, dst *pageBounds, src pageBounds) {
 // finishChunk flushes the open page, prepends the dictionary page and returns the chunk; the encoder
 // starts a new chunk.
 func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
-	if err := e.flushPage(); err != nil {
+	if err := e.cut(); err != nil {
 		return nil, err
 	}
 	c := e.chunk

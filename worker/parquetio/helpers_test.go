@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -116,6 +117,8 @@ func conformanceFiles(t testing.TB) (root string, files []string) {
 type tableInfo struct {
 	schema   *types.StructType
 	matchIDs bool
+	// dataSchema is schema without the partition columns, which data files do not store.
+	dataSchema *types.StructType
 }
 
 // tableRoot returns the table root of a data file (the directory holding _delta_log), or "" for files
@@ -143,6 +146,7 @@ func readTableInfo(t testing.TB, root string) (tableInfo, bool) {
 	}
 	var schemaString string
 	var config map[string]string
+	var partitions []string
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".json") || len(e.Name()) != 25 {
 			continue
@@ -156,12 +160,13 @@ func readTableInfo(t testing.TB, root string) (tableInfo, bool) {
 		for sc.Scan() {
 			var a struct {
 				MetaData *struct {
-					SchemaString  string            `json:"schemaString"`
-					Configuration map[string]string `json:"configuration"`
+					SchemaString     string            `json:"schemaString"`
+					Configuration    map[string]string `json:"configuration"`
+					PartitionColumns []string          `json:"partitionColumns"`
 				} `json:"metaData"`
 			}
 			if json.Unmarshal(sc.Bytes(), &a) == nil && a.MetaData != nil {
-				schemaString, config = a.MetaData.SchemaString, a.MetaData.Configuration
+				schemaString, config, partitions = a.MetaData.SchemaString, a.MetaData.Configuration, a.MetaData.PartitionColumns
 			}
 		}
 		f.Close()
@@ -176,11 +181,17 @@ func readTableInfo(t testing.TB, root string) (tableInfo, bool) {
 	if err != nil {
 		t.Fatalf("%s: %v", root, err)
 	}
+	data := &types.StructType{}
+	for _, f := range s.Fields {
+		if !slices.Contains(partitions, f.Name) {
+			data.Fields = append(data.Fields, f)
+		}
+	}
 	mode := config["delta.columnMapping.mode"]
 	if mode == "name" || mode == "id" {
-		s = physicalStruct(s)
+		s, data = physicalStruct(s), physicalStruct(data)
 	}
-	return tableInfo{schema: s, matchIDs: mode == "id"}, true
+	return tableInfo{schema: s, dataSchema: data, matchIDs: mode == "id"}, true
 }
 
 func checkpointMetadata(t testing.TB, logDir string, entries []os.DirEntry) (string, map[string]string) {

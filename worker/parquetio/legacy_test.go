@@ -110,6 +110,11 @@ func countTop(elems []format.SchemaElement) int {
 	return n
 }
 
+// legacyListElems is "optional group f (LIST) { repeated int32 array; }".
+func legacyListElems() []format.SchemaElement {
+	return []format.SchemaElement{annotated(elem("f", format.Optional, 1), deprecated.List), leafElem("array", format.Repeated, format.Int32)}
+}
+
 func TestRows_ReadsLegacyListAndMapLayouts(t *testing.T) {
 	opt, req, rep := format.Optional, format.Required, format.Repeated
 	intList := &types.ArrayType{ElementType: prim(types.TypeInteger), ContainsNull: true}
@@ -122,7 +127,7 @@ func TestRows_ReadsLegacyListAndMapLayouts(t *testing.T) {
 	}{
 		{
 			name:  "two-level list of a repeated primitive",
-			elems: []format.SchemaElement{annotated(elem("f", opt, 1), deprecated.List), leafElem("array", rep, format.Int32)},
+			elems: legacyListElems(),
 			cols: []rawColumn{{path: []string{"f", "array"}, phys: format.Int32, maxDef: 2, maxRep: 1,
 				defs: []byte{2, 2, 1, 0, 2}, reps: []byte{0, 1, 0, 0, 0}, i32: []int32{1, 2, 3}}},
 			read: intList,
