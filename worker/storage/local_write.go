@@ -80,9 +80,9 @@ func (s *LocalStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 		}
 		return fmt.Errorf("put-if-absent %s: %w", s.uri(key), err)
 	}
-	if err := os.Remove(tmp); err != nil {
-		return fmt.Errorf("put-if-absent %s: removing temp file: %w", s.uri(key), err)
-	}
+	// The link made the object visible: from here on the write has happened, and reporting a failure would
+	// make a Delta committer believe a commit that exists did not. The deferred Remove of the temp name is
+	// best effort (List skips leftovers).
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("put-if-absent %s: %w", s.uri(key), err)
 	}
