@@ -23,6 +23,8 @@ type parquetReadRequest struct {
 	// statsParsed also reads add.stats_parsed (typed by the file's own schema) and turns it into
 	// stats JSON for adds whose stats column is null.
 	statsParsed bool
+	// sizeHint, when set, learns the file's row count before any row is read.
+	sizeHint func(rows int64)
 }
 
 // readParquetActions streams the actions of one checkpoint or sidecar Parquet file.
@@ -40,6 +42,9 @@ func readParquetActions(ctx context.Context, store storage.Store, key string, re
 	// follows the table schema at checkpoint time. If it cannot be derived, read the standard
 	// columns by name (absent ones read as null) and do without stats_parsed.
 	fileSchema, _ := pf.Schema()
+	if req.sizeHint != nil {
+		req.sizeHint(pf.NumRows())
+	}
 	read := &types.StructType{}
 	for _, name := range req.columns {
 		if fileSchema != nil && fileSchema.Field(name) == nil {

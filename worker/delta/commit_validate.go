@@ -152,12 +152,3 @@ func (tx *Transaction) checkPartitionValues(a *AddFile) error {
 	}
 	return nil
 }
-
-// livePath finds a live file by path regardless of its DV.
-func (s *Snapshot) livePath(path string) (*AddFile, bool) {
-	i, _ := slicesBinarySearchPath(s.files, path)
-	if i < len(s.files) && s.files[i].Path == path {
-		return s.files[i], true
-	}
-	return nil, false
-}

@@ -226,6 +226,11 @@ func CheckProtocol(table string, p *Protocol, md *Metadata, schema *types.Struct
 	}
 	in := gateInput{op: op, props: TableProperties(md.Configuration), schema: schema}
 	features := p.ReaderFeatureSet()
+	if p.HasWriterFeature(FeatureCoordinatedCommits) {
+		// A writer feature, but without the coordinator the newest commits are not in
+		// _delta_log yet, so even reading the files would see a stale table.
+		features = append(features, FeatureCoordinatedCommits)
+	}
 	if op.writes() {
 		// A writer must implement every writer and every reader feature (PROTOCOL.md §Table Features).
 		features = p.WriterFeatureSet()

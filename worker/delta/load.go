@@ -13,17 +13,37 @@ import (
 var ErrIncompleteLog = errors.New("delta log has no protocol or metadata")
 
 // Latest loads the snapshot of the newest version.
-func (t *Table) Latest(ctx context.Context) (*Snapshot, error) { return t.load(ctx, NoVersion) }
+func (t *Table) Latest(ctx context.Context) (*Snapshot, error) { return t.load(ctx, NoVersion, false) }
 
 // At loads the snapshot of version v (time travel).
 func (t *Table) At(ctx context.Context, v Version) (*Snapshot, error) {
 	if v < 0 {
 		return nil, fmt.Errorf("table %s: version %d is negative", t.Location(), v)
 	}
-	return t.load(ctx, v)
+	return t.load(ctx, v, false)
 }
 
-func (t *Table) load(ctx context.Context, target Version) (*Snapshot, error) {
+// TableState is a table's protocol, metadata and commit time at one version, without its files.
+type TableState struct {
+	Version           Version
+	Protocol          Protocol
+	Metadata          Metadata
+	Properties        TableProperties
+	Timestamp         time.Time
+	InCommitTimestamp *int64
+}
+
+// State loads the protocol, metadata and timestamp of version v (NoVersion = latest) without
+// reading any file actions: for a million-file table it reads the checkpoint's small columns only.
+func (t *Table) State(ctx context.Context, v Version) (*TableState, error) {
+	s, err := t.load(ctx, v, true)
+	if err != nil {
+		return nil, err
+	}
+	return &TableState{Version: s.version, Protocol: s.protocol, Metadata: s.metadata, Properties: s.props, Timestamp: s.timestamp, InCommitTimestamp: s.ict}, nil
+}
+
+func (t *Table) load(ctx context.Context, target Version, metadataOnly bool) (*Snapshot, error) {
 	l, full, err := t.listForTarget(ctx, target)
 	if err != nil {
 		return nil, err
@@ -44,7 +64,7 @@ func (t *Table) load(ctx context.Context, target Version) (*Snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
-		snap, err := t.replay(ctx, seg)
+		snap, err := t.replay(ctx, seg, metadataOnly)
 		if err == nil {
 			return snap, nil
 		}
@@ -109,8 +129,9 @@ func (e *checkpointReadError) Error() string {
 func (e *checkpointReadError) Unwrap() error { return e.err }
 
 // replay reconstructs the snapshot of a segment.
-func (t *Table) replay(ctx context.Context, seg *logSegment) (*Snapshot, error) {
+func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) (*Snapshot, error) {
 	st := newReplayState()
+	st.metadataOnly = metadataOnly
 	if len(seg.checkpoint) > 0 {
 		if err := t.readCheckpoint(ctx, seg, st); err != nil {
 			if ctx.Err() != nil {
@@ -170,7 +191,11 @@ func (t *Table) readCheckpoint(ctx context.Context, seg *logSegment, st *replayS
 			}
 		}
 	}
-	req := parquetReadRequest{columns: fileColumns, statsParsed: st.needsStatsParsed()}
+	if st.metadataOnly {
+		return nil
+	}
+	req := parquetReadRequest{columns: fileColumns, statsParsed: st.needsStatsParsed(),
+		sizeHint: func(rows int64) { st.reserve(int(rows) * len(seg.checkpoint)) }}
 	if first.format != "json" {
 		for _, part := range seg.checkpoint {
 			if err := readParquetActions(ctx, t.store, part.Key, req, st.in, func(a *Action) error { st.apply(a); return nil }); err != nil {
@@ -251,7 +276,7 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	s := &Snapshot{
 		table: t, version: seg.version, protocol: *st.protocol, metadata: *st.metadata,
 		schema: schema, props: props, mode: mode, segment: seg, commitInfo: ci,
-		files: st.sortedFiles(), tombstones: st.sortedTombstones(),
+		files: st.liveFiles(), tombstones: st.liveTombstones(), byKey: st.files,
 		txns: make(map[string]SetTransaction, len(st.txns)), domains: make(map[string]DomainMetadata, len(st.domains)),
 	}
 	for k, v := range st.txns {
@@ -262,6 +287,12 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	}
 	for _, f := range s.files {
 		s.totalBytes += f.Size
+		if f.DeletionVector != nil {
+			if s.dvByPath == nil {
+				s.dvByPath = map[string]string{}
+			}
+			s.dvByPath[f.Path] = f.DeletionVector.UniqueID()
+		}
 	}
 	if err := s.resolveTimestamp(); err != nil {
 		return nil, err

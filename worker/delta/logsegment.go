@@ -50,6 +50,7 @@ type listing struct {
 	commits     map[Version]logFile
 	checkpoints map[Version][]logFile
 	compactions []logFile
+	checksums   []logFile
 	maxVersion  Version
 	minVersion  Version // smallest commit or checkpoint version seen
 	truncated   bool    // listing stopped at upTo: later versions exist
@@ -76,6 +77,9 @@ func listLog(ctx context.Context, store storage.Store, startAfter string, upTo V
 			l.checkpoints[f.version] = append(l.checkpoints[f.version], f)
 		case kindCompaction:
 			l.compactions = append(l.compactions, f)
+			continue
+		case kindChecksum:
+			l.checksums = append(l.checksums, f)
 			continue
 		default:
 			continue

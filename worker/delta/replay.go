@@ -3,14 +3,12 @@ package delta
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -49,21 +47,27 @@ func (in *interner) partitionValues(pv PartitionValues) PartitionValues {
 // metadata win, adds and removes are keyed by (path, DV id) and cancel each other, txns are
 // deduplicated by appId and domains by name (a removed domain disappears).
 type replayState struct {
-	protocol   *Protocol
-	metadata   *Metadata
-	files      map[FileKey]*AddFile
-	tombstones map[FileKey]*RemoveFile
+	protocol *Protocol
+	metadata *Metadata
+	// Live files and tombstones are kept in log order (checkpoint rows, then commits) with a map
+	// from key to position: a deterministic order without sorting a million paths.
+	files      map[FileKey]fileSlot
+	fileOrder  []*AddFile // nil where a file was removed again
+	tombstones map[FileKey]int
+	tombOrder  []*RemoveFile
 	txns       map[string]*SetTransaction
 	domains    map[string]*DomainMetadata
 	sidecars   []*Sidecar
 	cpMeta     *CheckpointMetadata
 	in         *interner
+	// metadataOnly skips file actions (State, time travel by timestamp).
+	metadataOnly bool
 }
 
 func newReplayState() *replayState {
 	return &replayState{
-		files:      make(map[FileKey]*AddFile),
-		tombstones: make(map[FileKey]*RemoveFile),
+		files:      make(map[FileKey]fileSlot),
+		tombstones: make(map[FileKey]int),
 		txns:       make(map[string]*SetTransaction),
 		domains:    make(map[string]*DomainMetadata),
 		in:         newInterner(),
@@ -72,20 +76,42 @@ func newReplayState() *replayState {
 
 // apply folds one action into the state, in log order.
 func (s *replayState) apply(a *Action) {
+	if s.metadataOnly && (a.Add != nil || a.Remove != nil) {
+		return
+	}
 	switch {
 	case a.Add != nil:
 		a.Add.PartitionValues = s.in.partitionValues(a.Add.PartitionValues)
 		k := a.Add.Key()
-		s.files[k] = a.Add
-		delete(s.tombstones, k)
+		if slot, ok := s.files[k]; ok {
+			s.fileOrder[slot.idx] = a.Add
+			s.files[k] = fileSlot{a.Add, slot.idx}
+		} else {
+			s.files[k] = fileSlot{a.Add, len(s.fileOrder)}
+			s.fileOrder = append(s.fileOrder, a.Add)
+		}
+		if len(s.tombstones) > 0 {
+			if i, ok := s.tombstones[k]; ok {
+				s.tombOrder[i] = nil
+				delete(s.tombstones, k)
+			}
+		}
 	case a.Remove != nil:
 		k := a.Remove.Key()
-		delete(s.files, k)
+		if slot, ok := s.files[k]; ok {
+			s.fileOrder[slot.idx] = nil
+			delete(s.files, k)
+		}
 		// Stats and tags of removes are dropped from tombstones, as checkpoints do: VACUUM needs
 		// the path, size and time only, and a million tombstones with stats would double memory.
 		a.Remove.Stats, a.Remove.Tags = "", nil
 		a.Remove.PartitionValues = s.in.partitionValues(a.Remove.PartitionValues)
-		s.tombstones[k] = a.Remove
+		if i, ok := s.tombstones[k]; ok {
+			s.tombOrder[i] = a.Remove
+		} else {
+			s.tombstones[k] = len(s.tombOrder)
+			s.tombOrder = append(s.tombOrder, a.Remove)
+		}
 	case a.MetaData != nil:
 		s.metadata = a.MetaData
 	case a.Protocol != nil:
@@ -106,32 +132,40 @@ func (s *replayState) apply(a *Action) {
 	// cdc and commitInfo do not contribute to table state.
 }
 
-// sortedFiles returns the live files ordered by path, then DV id: a deterministic order for
-// checkpoints, plans and tests, and the order Snapshot.File binary-searches.
-func (s *replayState) sortedFiles() []*AddFile {
-	out := make([]*AddFile, 0, len(s.files))
-	for _, f := range s.files {
-		out = append(out, f)
-	}
-	slices.SortFunc(out, compareAdds)
-	return out
+// fileSlot is a live file and its position in fileOrder.
+type fileSlot struct {
+	add *AddFile
+	idx int
 }
 
-func compareAdds(a, b *AddFile) int {
-	if c := strings.Compare(a.Path, b.Path); c != 0 {
-		return c
+// reserve sizes the file map for an expected number of files before a big checkpoint is read,
+// sparing the incremental rehashing of a million-entry map.
+func (s *replayState) reserve(n int) {
+	if len(s.files) == 0 && n > 0 {
+		s.files = make(map[FileKey]fileSlot, n)
+		s.fileOrder = make([]*AddFile, 0, n)
 	}
-	return strings.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID())
 }
 
-func (s *replayState) sortedTombstones() []*RemoveFile {
+// liveFiles returns the live files in log order.
+func (s *replayState) liveFiles() []*AddFile {
+	out := s.fileOrder[:0]
+	for _, f := range s.fileOrder {
+		if f != nil {
+			out = append(out, f)
+		}
+	}
+	return slices.Clip(out)
+}
+
+// liveTombstones returns the tombstones in log order.
+func (s *replayState) liveTombstones() []*RemoveFile {
 	out := make([]*RemoveFile, 0, len(s.tombstones))
-	for _, r := range s.tombstones {
-		out = append(out, r)
+	for _, r := range s.tombOrder {
+		if r != nil {
+			out = append(out, r)
+		}
 	}
-	slices.SortFunc(out, func(a, b *RemoveFile) int {
-		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID()))
-	})
 	return out
 }
 

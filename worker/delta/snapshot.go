@@ -21,7 +21,9 @@ type Snapshot struct {
 	schema     *types.StructType
 	props      TableProperties
 	mode       ColumnMappingMode
-	files      []*AddFile // sorted by (path, DV id)
+	files      []*AddFile // log order
+	byKey      map[FileKey]fileSlot
+	dvByPath   map[string]string // DV unique id of every live file that has a DV
 	tombstones []*RemoveFile
 	txns       map[string]SetTransaction
 	domains    map[string]DomainMetadata
@@ -57,7 +59,8 @@ func (s *Snapshot) ColumnMappingMode() ColumnMappingMode { return s.mode }
 // PhysicalSchema is the schema as stored in data files (see PhysicalSchema).
 func (s *Snapshot) PhysicalSchema() *types.StructType { return PhysicalSchema(s.schema, s.mode) }
 
-// Files returns the live files sorted by path (then DV id).
+// Files returns the live files in log order (checkpoint order, then commit order): the same
+// order for the same log, but not sorted.
 func (s *Snapshot) Files() []*AddFile { return s.files }
 
 // NumFiles is the number of live files.
@@ -68,20 +71,23 @@ func (s *Snapshot) TotalBytes() int64 { return s.totalBytes }
 
 // File finds a live file by its logical key.
 func (s *Snapshot) File(k FileKey) (*AddFile, bool) {
-	i, ok := slices.BinarySearchFunc(s.files, k, func(a *AddFile, k FileKey) int {
-		if c := strings.Compare(a.Path, k.Path); c != 0 {
-			return c
-		}
-		return strings.Compare(a.DeletionVector.UniqueID(), k.DVID)
-	})
-	if !ok {
-		return nil, false
+	slot, ok := s.byKey[k]
+	return slot.add, ok
+}
+
+// livePath finds a live file by path, whatever its DV.
+func (s *Snapshot) livePath(path string) (*AddFile, bool) {
+	if f, ok := s.File(FileKey{Path: path}); ok {
+		return f, true
 	}
-	return s.files[i], true
+	if dv, ok := s.dvByPath[path]; ok {
+		return s.File(FileKey{Path: path, DVID: dv})
+	}
+	return nil, false
 }
 
 // Tombstones returns the remove actions still in the log state (not yet expired by a
-// checkpoint), sorted by path. VACUUM uses them; so do checkpoints.
+// checkpoint), in log order. VACUUM uses them; so do checkpoints.
 func (s *Snapshot) Tombstones() []*RemoveFile { return s.tombstones }
 
 // Txn returns the latest txn action of an application (idempotent writes).
@@ -236,7 +242,3 @@ const (
 	DomainClustering  = "delta.clustering"
 	DomainRowTracking = "delta.rowTracking"
 )
-
-func slicesBinarySearchPath(files []*AddFile, path string) (int, bool) {
-	return slices.BinarySearchFunc(files, path, func(a *AddFile, p string) int { return strings.Compare(a.Path, p) })
-}

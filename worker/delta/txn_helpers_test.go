@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -171,3 +172,7 @@ func (s *alwaysLosingStore) PutIfAbsent(ctx context.Context, key string, data []
 	s.calls++
 	return storage.ErrAlreadyExists
 }
+
+func storageInfo(key string) storage.ObjectInfo { return storage.ObjectInfo{Key: key} }
+
+func getenv(k string) string { return os.Getenv(k) }
