@@ -19,6 +19,11 @@ func (tx *Transaction) validate() error {
 	if err := CheckProtocol(loc, tx.protocol(), tx.metadata(), tx.snap.schema, tx.kind); err != nil {
 		return err
 	}
+	if tx.newMetadata != nil {
+		if err := tx.validateMetadataChange(); err != nil {
+			return fail("%v", err)
+		}
+	}
 	addPaths := make(map[string]*AddFile, len(tx.adds))
 	for _, a := range tx.adds {
 		if a.Path == "" {
@@ -148,6 +153,67 @@ func (tx *Transaction) checkPartitionValues(a *AddFile) error {
 		}
 		if _, err := ParsePartitionValue(f.Type, pv); err != nil {
 			return fmt.Errorf("file %s: %w", a.Path, err)
+		}
+	}
+	return nil
+}
+
+// featureProperties lists the table properties that activate a feature: setting one without the
+// feature in the protocol would leave other writers ignoring it.
+var featureProperties = []struct {
+	property string
+	features []string
+}{
+	{PropEnableICT, []string{FeatureInCommitTimestamp, FeatureICTPreview}},
+	{PropEnableDeletionVectors, []string{FeatureDeletionVectors}},
+	{PropEnableRowTracking, []string{FeatureRowTracking}},
+	{PropEnableCDF, []string{FeatureChangeDataFeed}},
+	{PropAppendOnly, []string{FeatureAppendOnly}},
+}
+
+// validateMetadataChange checks a new metadata action: every typed property parses, properties
+// that activate a feature have it in the protocol, and nothing deltakeeper cannot carry out
+// (column mapping changes, turning row tracking on, which needs a backfill) is attempted.
+func (tx *Transaction) validateMetadataChange() error {
+	props := TableProperties(tx.newMetadata.Configuration)
+	old := tx.snap.props
+	checks := []error{}
+	_, err := props.CheckpointInterval()
+	checks = append(checks, err)
+	_, err = props.LogRetention()
+	checks = append(checks, err)
+	_, err = props.DeletedFileRetention()
+	checks = append(checks, err)
+	_, err = props.CheckpointRetention()
+	checks = append(checks, err)
+	_, _, err = props.TargetFileSize()
+	checks = append(checks, err)
+	_, err = props.NumIndexedCols()
+	checks = append(checks, err)
+	_, _, err = props.StatsColumns()
+	checks = append(checks, err)
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	if props[PropColumnMappingMode] != old[PropColumnMappingMode] {
+		return fmt.Errorf("changing %s needs a schema rewrite deltakeeper does not do", PropColumnMappingMode)
+	}
+	if props.flag(PropEnableRowTracking) && !old.flag(PropEnableRowTracking) {
+		return fmt.Errorf("enabling row tracking on an existing table needs a row id backfill deltakeeper does not do")
+	}
+	p := tx.protocol()
+	for _, fp := range featureProperties {
+		if !props.flag(fp.property) {
+			continue
+		}
+		ok := false
+		for _, f := range fp.features {
+			ok = ok || p.HasWriterFeature(f)
+		}
+		if !ok {
+			return fmt.Errorf("%s=true needs the %s table feature; add it with UpgradeProtocol in the same transaction", fp.property, fp.features[0])
 		}
 	}
 	return nil

@@ -120,3 +120,44 @@ func TestUpgradeProtocol_OnlyThroughAnExplicitMetadataTransaction(t *testing.T) 
 		t.Fatal("a system domain deltakeeper does not maintain was writable")
 	}
 }
+
+func TestUpdateMetadata_RefusesPropertiesTheProtocolCannotCarry(t *testing.T) {
+	tbl, snap := testTable(t).Create()
+	ctx := t.Context()
+	try := func(props map[string]string, upgrade ...string) error {
+		tx, err := snap.Begin(OpMetadataChange, TxnOptions{Operation: "SET TBLPROPERTIES", NoAutoCheckpoint: true})
+		must(t, err)
+		md := snap.Metadata()
+		md.Configuration = props
+		if len(upgrade) > 0 {
+			must(t, tx.UpgradeProtocol(upgrade...))
+		}
+		if err := tx.UpdateMetadata(md); err != nil {
+			return err
+		}
+		_, err = tx.Commit(ctx)
+		return err
+	}
+	for name, props := range map[string]map[string]string{
+		"malformed retention": {PropLogRetentionDuration: "forever"},
+		"ICT without feature": {PropEnableICT: "true"},
+		"column mapping":      {PropColumnMappingMode: "name"},
+		"row tracking":        {PropEnableRowTracking: "true"},
+	} {
+		if err := try(props); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// Enabling ICT with its feature records where in-commit timestamps start.
+	if err := try(map[string]string{PropEnableICT: "true"}, FeatureInCommitTimestamp); err != nil {
+		t.Fatal(err)
+	}
+	latest, _ := tbl.Latest(ctx)
+	v, ts, ok, err := latest.Properties().ICTEnablement()
+	if err != nil || !ok || v != 1 || ts != testEpoch.UnixMilli() {
+		t.Fatalf("enablement %d %d %v %v", v, ts, ok, err)
+	}
+	if ict, ok := latest.InCommitTimestamp(); !ok || ict != ts {
+		t.Fatalf("ICT of the enabling commit %d %v", ict, ok)
+	}
+}

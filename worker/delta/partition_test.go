@@ -135,3 +135,35 @@ func TestFormatPartitionValue_WritesRecommendedForms(t *testing.T) {
 		t.Error("nil did not format as null")
 	}
 }
+
+func TestPartitionValuesOf_FormatsPhysicalKeysAndDirectories(t *testing.T) {
+	schema := &types.StructType{Fields: []*types.StructField{
+		{Name: "id", Type: types.Primitive("long"), Nullable: true, Metadata: mappingMeta(1, "col-id")},
+		{Name: "day", Type: types.Primitive("date"), Nullable: true, Metadata: mappingMeta(2, "col-day")},
+		{Name: "cat", Type: types.Primitive("string"), Nullable: true, Metadata: mappingMeta(3, "col-cat")},
+	}}
+	snap := statsTestSnapshot(t, map[string]string{PropColumnMappingMode: "name"}, schema, "day", "cat")
+	pv, err := snap.PartitionValuesOf(map[string]types.Value{"day": types.Date(18878), "cat": "a/b=c"})
+	must(t, err)
+	out, _ := json.Marshal(pv)
+	if string(out) != `{"col-cat":"a/b=c","col-day":"2021-09-08"}` {
+		t.Fatalf("partition values %s", out)
+	}
+	dir, err := snap.PartitionDir(pv)
+	if err != nil || dir != "col-day=2021-09-08/col-cat=a%2Fb%3Dc" {
+		t.Fatalf("dir %q %v", dir, err)
+	}
+	if key, _ := ObjectKey("file:///t", EncodePath(dir+"/f.parquet")); key != dir+"/f.parquet" {
+		t.Fatalf("encoded path does not round-trip: %q", key)
+	}
+	nulls, _ := snap.PartitionValuesOf(map[string]types.Value{"day": nil, "cat": nil})
+	if dir, _ := snap.PartitionDir(nulls); dir != "col-day=__HIVE_DEFAULT_PARTITION__/col-cat=__HIVE_DEFAULT_PARTITION__" {
+		t.Fatalf("null dir %q", dir)
+	}
+	if _, err := snap.PartitionValuesOf(map[string]types.Value{"day": types.Date(1)}); err == nil {
+		t.Fatal("a missing partition value was accepted")
+	}
+	if _, err := snap.PartitionValuesOf(map[string]types.Value{"day": "x", "cat": "y"}); err == nil {
+		t.Fatal("a string for a date column was accepted")
+	}
+}
