@@ -1,6 +1,8 @@
 package parquetio
 
 import (
+	"sync/atomic"
+
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -64,7 +66,11 @@ type sourceDict struct {
 
 	epoch uint64
 	trans []int32 // source entry → output dictionary index, -1 when not yet inserted
+	// gen identifies the content: readers reuse one sourceDict for the dictionaries of successive chunks.
+	gen uint64
 }
+
+var dictGens atomic.Uint64
 
 func (d *sourceDict) len() int {
 	return d.valueSlices.len(d.phys)

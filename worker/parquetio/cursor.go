@@ -10,6 +10,7 @@ import (
 // pages of one row group at a time.
 type cursor struct {
 	f    *File
+	rb   *readBuffers
 	leaf *pqNode
 	cr   *chunkReader
 	page rawPage
@@ -22,13 +23,15 @@ type cursor struct {
 // cursorReadBuffer is the read-ahead of one column: small, because scans open many columns at once.
 const cursorReadBuffer = 64 << 10
 
-func newCursor(f *File, leaf *pqNode) *cursor { return &cursor{f: f, leaf: leaf} }
+func newCursor(f *File, leaf *pqNode) *cursor {
+	return &cursor{f: f, leaf: leaf, rb: newReadBuffers(cursorReadBuffer)}
+}
 
 // open positions the cursor at the start of row group rg.
 func (c *cursor) open(rg int) {
 	c.close()
 	c.page.n, c.i, c.vi, c.done = 0, 0, 0, false
-	c.cr, c.err = c.f.openChunk(rg, c.leaf, cursorReadBuffer)
+	c.cr, c.err = c.f.openChunk(rg, c.leaf, c.rb)
 }
 
 func (c *cursor) close() { c.cr = nil }

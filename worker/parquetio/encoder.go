@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/encoding/rle"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
@@ -14,7 +13,7 @@ import (
 
 // encoderConfig is shared by the encoders of one output file.
 type encoderConfig struct {
-	codec     compress.Codec // nil for uncompressed
+	codec     pageCompressor // nil for uncompressed
 	codecID   format.CompressionCodec
 	pageBytes int // target uncompressed size of a data page
 	dict      dictConfig
@@ -244,7 +243,7 @@ const maxStatBytes = 4096
 func (e *columnEncoder) assemble(header *format.PageHeader, body []byte) ([]byte, error) {
 	payload := body
 	if e.cfg.codec != nil {
-		z, err := e.cfg.codec.Encode(e.zScratch[:0], body)
+		z, err := e.cfg.codec.compress(e.zScratch[:0], body)
 		if err != nil {
 			return nil, fmt.Errorf("compress page of column %q: %w", joinPath(e.leaf.path), err)
 		}

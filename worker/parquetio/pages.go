@@ -32,20 +32,30 @@ type rawPage struct {
 // parquet-go only for the value decoders: parquet-go's own page reader applies the first row group's
 // codec to every row group and loses LZ4_RAW pages whose buffer it had to grow.
 type chunkReader struct {
+	*readBuffers
 	leaf      *pqNode
 	meta      *format.ColumnMetaData
 	codec     format.CompressionCodec
-	r         *bufio.Reader
 	dec       *thrift.Decoder
 	remaining int64 // triplets not yet read
 	dict      *sourceDict
-	comp, raw []byte
-	lvl       []byte
-	bits      []byte
 }
 
-// openChunk positions a reader at the first page of the chunk of leaf in row group rg.
-func (f *File) openChunk(rg int, leaf *pqNode, bufSize int) (*chunkReader, error) {
+// readBuffers are the buffers of a column reader, kept from one column chunk to the next so that
+// reading allocates once per column, not once per chunk. The dictionary lives here too: a reader
+// never needs the previous chunk's dictionary once it opens the next chunk.
+type readBuffers struct {
+	size      int
+	r         *bufio.Reader
+	comp, raw []byte
+	bits      []byte
+	dict      sourceDict
+}
+
+func newReadBuffers(size int) *readBuffers { return &readBuffers{size: size} }
+
+// openChunk positions a reader at the first page of the chunk of leaf in row group rg, reusing rb.
+func (f *File) openChunk(rg int, leaf *pqNode, rb *readBuffers) (*chunkReader, error) {
 	cc := &f.metadata().RowGroups[rg].Columns[leaf.leaf]
 	md := &cc.MetaData
 	if cc.FilePath != "" {
@@ -59,9 +69,15 @@ func (f *File) openChunk(rg int, leaf *pqNode, bufSize int) (*chunkReader, error
 	if start < 4 || size < 0 || start+size > f.r.Size() {
 		return nil, fmt.Errorf("parquet column %q of row group %d points outside the file (offset %d, %d bytes); the file is corrupt", leaf.pathString(), rg, start, size)
 	}
-	c := &chunkReader{leaf: leaf, meta: md, codec: md.Codec, remaining: md.NumValues}
-	c.r = bufio.NewReaderSize(io.NewSectionReader(f.r, start, size), bufSize)
-	c.dec = thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(c.r))
+	c := &chunkReader{readBuffers: rb, leaf: leaf, meta: md, codec: md.Codec, remaining: md.NumValues}
+	section := io.NewSectionReader(f.r, start, size)
+	if rb.r == nil {
+		// A buffer larger than the chunk would only cost memory.
+		rb.r = bufio.NewReaderSize(section, int(min(int64(rb.size), max(size, 4096))))
+	} else {
+		rb.r.Reset(section)
+	}
+	c.dec = thrift.NewDecoder(new(thrift.CompactProtocol).NewReader(rb.r))
 	return c, nil
 }
 
@@ -128,7 +144,9 @@ func (c *chunkReader) decompress(src []byte, size int) ([]byte, error) {
 	if err != nil {
 		return nil, c.errorf("decompress %s page: %v", c.codec, err)
 	}
-	c.raw = out
+	if c.codec != format.Uncompressed {
+		c.raw = out // keep the grown buffer; an uncompressed page is the read buffer itself
+	}
 	return out, nil
 }
 
@@ -137,7 +155,8 @@ func (c *chunkReader) readDictionary(h *format.PageHeader) error {
 	if err != nil {
 		return err
 	}
-	d := &sourceDict{phys: c.leaf.lt.phys}
+	d := &c.readBuffers.dict
+	d.phys, d.epoch, d.gen = c.leaf.lt.phys, 0, dictGens.Add(1) // new content: translations of the previous one are void
 	n := int(h.DictionaryPageHeader.V.NumValues)
 	if err := decodeValues(&parquet.Plain, c.leaf.lt, body, n, &d.valueSlices, &c.bits); err != nil {
 		return c.errorf("decode dictionary page: %v", err)

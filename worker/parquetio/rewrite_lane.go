@@ -12,11 +12,11 @@ import (
 // lane copies one output leaf column, row group after row group. It owns the column's encoder and its
 // read position in the input being copied; a lane runs one task at a time, in row group order.
 type lane struct {
-	leaf    *leafDesc
-	enc     *columnEncoder
-	files   []*File
-	plans   []*inputPlan
-	bufSize int
+	leaf  *leafDesc
+	enc   *columnEncoder
+	files []*File
+	plans []*inputPlan
+	rb    *readBuffers
 
 	// read position
 	input, rg int
@@ -36,11 +36,14 @@ type lane struct {
 	reps   []byte
 	mapped []byte
 	zeros  []byte
-	dicts  map[*sourceDict]*sourceDict
+	// convDict is the current input dictionary converted to the output type (INT96 timestamps…), made
+	// once per input chunk; convDictGen identifies the dictionary content it was made from.
+	convDict    sourceDict
+	convDictGen uint64
 }
 
 func newLane(leaf *leafDesc, cfg *encoderConfig, files []*File, plans []*inputPlan, bufSize int) *lane {
-	return &lane{leaf: leaf, enc: newColumnEncoder(leaf, cfg), files: files, plans: plans, bufSize: bufSize, input: -1}
+	return &lane{leaf: leaf, enc: newColumnEncoder(leaf, cfg), files: files, plans: plans, rb: newReadBuffers(bufSize), input: -1}
 }
 
 // run copies the lane's column of one output row group and returns the finished chunk.
@@ -89,13 +92,13 @@ func (l *lane) nulls(n int64) error {
 // seek positions the lane at row from of the slice's input row group.
 func (l *lane) seek(s rgSlice, src *leafSource) error {
 	if l.cr == nil || l.input != s.input || l.rg != s.rg || l.row > s.from {
-		cr, err := l.files[s.input].openChunk(s.rg, src.in, l.bufSize)
+		cr, err := l.files[s.input].openChunk(s.rg, src.in, l.rb)
 		if err != nil {
 			return err
 		}
 		l.cr, l.input, l.rg = cr, s.input, s.rg
 		l.page.n, l.i, l.vi, l.row, l.done = 0, 0, 0, 0, false
-		clear(l.dicts)
+		l.convDictGen = 0
 	}
 	if l.row < s.from {
 		// Rows of a fully deleted stretch that no output group asked for: decode and drop them.
@@ -330,15 +333,13 @@ func (l *lane) dictFor(d *sourceDict, conv convKind) *sourceDict {
 	if conv == convIdentity {
 		return d
 	}
-	if c, ok := l.dicts[d]; ok {
-		return c
+	if l.convDictGen == d.gen {
+		return &l.convDict
 	}
-	if l.dicts == nil {
-		l.dicts = map[*sourceDict]*sourceDict{}
-	}
-	c := &sourceDict{phys: l.leaf.phys}
+	c := &l.convDict
+	c.phys, c.epoch = l.leaf.phys, 0
 	convert(&c.valueSlices, &d.valueSlices, conv, 0, d.len())
-	l.dicts[d] = c
+	l.convDictGen = d.gen
 	return c
 }
 

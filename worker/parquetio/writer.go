@@ -23,7 +23,7 @@ type WriterOptions struct {
 	// means lz4_raw), brotli, uncompressed; case-insensitive.
 	Codec string
 	// CompressionLevel is the codec's level (zstd 1–22, gzip 1–9, brotli 0–11); 0 keeps the default
-	// (zstd level 3).
+	// (zstd level 1, see codecFor).
 	CompressionLevel int
 	// WriteFieldIDs writes each field's delta.columnMapping.id as the Parquet field_id (column mapping
 	// "id" mode, and icebergCompat).
