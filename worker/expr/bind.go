@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ func (e *Expr) Bind(schema *types.StructType) (*Predicate, error) {
 	p := &Predicate{expr: e}
 	for _, c := range e.terms {
 		t := term{Comparison: c}
+		t.Column = slices.Clone(c.Column) // resolved names replace the spelling used
 		st := schema
 		for depth, name := range c.Column {
 			if st == nil {
@@ -52,6 +54,7 @@ func (e *Expr) Bind(schema *types.StructType) (*Predicate, error) {
 				return nil, &SyntaxError{Src: e.src, Pos: c.colPos, Msg: fmt.Sprintf("no column %q; columns: %s", strings.Join(c.Column[:depth+1], "."), fieldNames(st))}
 			}
 			t.index = append(t.index, i)
+			t.Column[depth] = st.Fields[i].Name
 			t.field = st.Fields[i]
 			t.typ = t.field.Type
 			st, _ = t.typ.(*types.StructType)

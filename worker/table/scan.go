@@ -1,0 +1,289 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/expr"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// ScanOptions select what a Scan returns.
+type ScanOptions struct {
+	// Columns are logical top-level column names, in output order; nil returns every column in table
+	// order.
+	Columns []string
+	// Where filters rows exactly and skips files whose partition values or statistics rule it out.
+	Where *expr.Expr
+	// BatchSize is the number of rows read per Parquet batch (parquetio.DefaultBatchSize when 0).
+	BatchSize int
+	// Storage opens data files whose absolute paths lie outside the table root.
+	Storage storage.Config
+}
+
+// ScanStats count what a scan did.
+type ScanStats struct {
+	FilesRead, FilesSkipped int
+	BytesRead               int64 // sizes of the files read
+	Rows                    int64 // rows returned
+	RowsDeleted             int64 // rows dropped by deletion vectors in the files read
+}
+
+// Scan reads the rows of a snapshot as logical values.
+type Scan struct {
+	snap    *delta.Snapshot
+	out     *types.StructType // output schema (logical)
+	read    []int             // table field index of each read column (output ∪ predicate columns)
+	project []int             // position in the read row of each output column
+	pred    *expr.Predicate   // bound to the read schema
+	files   []*delta.AddFile
+	skipped int
+	opts    ScanOptions
+}
+
+// NewScan plans a scan: checks that deltakeeper can read the table (the features gate), resolves the
+// projection, binds the predicate and skips files. Files are read in the snapshot's order (sorted by
+// path), so two scans of one snapshot return rows in the same order.
+func NewScan(snap *delta.Snapshot, opts ScanOptions) (*Scan, error) {
+	if err := snap.CheckOperation(delta.OpRead); err != nil {
+		return nil, err
+	}
+	schema := snap.Schema()
+	s := &Scan{snap: snap, opts: opts}
+	var outIdx []int
+	if opts.Columns == nil {
+		for i := range schema.Fields {
+			outIdx = append(outIdx, i)
+		}
+	} else {
+		for _, name := range opts.Columns {
+			i := fieldIndexFold(schema, name)
+			if i < 0 {
+				return nil, fmt.Errorf("table %s has no column %q; columns: %s", snap.Table().Location(), name, columnNames(schema))
+			}
+			if slices.Contains(outIdx, i) {
+				return nil, fmt.Errorf("column %q is listed twice", name)
+			}
+			outIdx = append(outIdx, i)
+		}
+	}
+	need := slices.Clone(outIdx)
+	if opts.Where != nil {
+		for _, path := range opts.Where.Columns() {
+			if i := fieldIndexFold(schema, path[0]); i >= 0 && !slices.Contains(need, i) {
+				need = append(need, i)
+			}
+		}
+	}
+	slices.Sort(need)
+	s.read = need
+	readSchema := &types.StructType{}
+	for _, i := range need {
+		readSchema.Fields = append(readSchema.Fields, schema.Fields[i])
+	}
+	s.out = &types.StructType{}
+	for _, i := range outIdx {
+		s.out.Fields = append(s.out.Fields, schema.Fields[i])
+		s.project = append(s.project, slices.Index(need, i))
+	}
+	if opts.Where != nil {
+		p, err := opts.Where.Bind(schema)
+		if err != nil {
+			return nil, err
+		}
+		// Bind once against the table (for error messages naming every column), then against the
+		// read schema the rows will have.
+		if p, err = opts.Where.Bind(readSchema); err != nil {
+			return nil, err
+		}
+		s.pred = p
+	}
+	for _, f := range snap.Files() {
+		if s.pred != nil && !s.pred.MightMatch(FileFacts(snap, f)) {
+			s.skipped++
+			continue
+		}
+		s.files = append(s.files, f)
+	}
+	return s, nil
+}
+
+func fieldIndexFold(st *types.StructType, name string) int {
+	if i := st.FieldIndex(name); i >= 0 {
+		return i
+	}
+	for i, f := range st.Fields {
+		if equalFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Schema is the logical schema of the returned rows.
+func (s *Scan) Schema() *types.StructType { return s.out }
+
+// Files are the live files the scan reads (after skipping), in read order.
+func (s *Scan) Files() []*delta.AddFile { return s.files }
+
+// Run streams the rows to fn, one batch at a time (at most BatchSize rows). fn may keep the rows.
+// Memory is bounded by one Parquet batch plus the file's open row group, whatever the table size.
+func (s *Scan) Run(ctx context.Context, fn func(rows []types.Struct) error) (ScanStats, error) {
+	return s.Each(ctx, func(_ *delta.AddFile, rows []types.Struct) error { return fn(rows) })
+}
+
+// Each is Run with the file each batch comes from (for per-file checks and progress).
+func (s *Scan) Each(ctx context.Context, fn func(f *delta.AddFile, rows []types.Struct) error) (ScanStats, error) {
+	st := ScanStats{FilesSkipped: s.skipped}
+	loc := newLocator(s.snap.Table(), s.opts.Storage)
+	for _, f := range s.files {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		if err := s.readFile(ctx, loc, f, &st, func(rows []types.Struct) error { return fn(f, rows) }); err != nil {
+			return st, err
+		}
+		st.FilesRead++
+		st.BytesRead += f.Size
+	}
+	return st, nil
+}
+
+// readFile reads one live file: its DV, then its rows with partition values filled in.
+func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, st *ScanStats, fn func([]types.Struct) error) error {
+	schema := s.snap.Schema()
+	physical := s.snap.PhysicalSchema()
+	var deleted *roaring64.Bitmap
+	if f.DeletionVector != nil {
+		bm, err := delta.LoadDeletionVector(ctx, s.snap.Table().Store(), f.DeletionVector)
+		if err != nil {
+			return fmt.Errorf("file %s: %w", f.Path, err)
+		}
+		deleted = bm
+	}
+	// Each read column is either a partition column (one value for the whole file, from the log) or
+	// a data column read from the file under its physical name.
+	consts := make([]types.Value, len(s.read))
+	isPart := make([]bool, len(s.read))
+	fileSchema := &types.StructType{}
+	var fromFile []int // read position of each file column
+	for j, i := range s.read {
+		if s.isPartition(schema.Fields[i].Name) {
+			v, err := s.snap.PartitionValue(f, schema.Fields[i].Name)
+			if err != nil {
+				return fmt.Errorf("file %s: partition value of %s: %w", f.Path, schema.Fields[i].Name, err)
+			}
+			consts[j], isPart[j] = v, true
+			continue
+		}
+		fileSchema.Fields = append(fileSchema.Fields, physical.Fields[i])
+		fromFile = append(fromFile, j)
+	}
+	r, err := loc.open(ctx, f.Path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	pf, err := parquetio.Open(ctx, r)
+	if err != nil {
+		return fmt.Errorf("data file %s: %w", f.Path, err)
+	}
+	if deleted != nil {
+		st.RowsDeleted += int64(deleted.GetCardinality())
+	}
+	emit := func(n int, fileRows []types.Struct) error {
+		out := make([]types.Struct, 0, n)
+		for k := 0; k < n; k++ {
+			row := make(types.Struct, len(s.read))
+			copy(row, consts)
+			if fileRows != nil {
+				for c, j := range fromFile {
+					row[j] = fileRows[k][c]
+				}
+			}
+			if s.pred != nil && !s.pred.Eval(row) {
+				continue
+			}
+			if !isIdentity(s.project, len(s.read)) {
+				p := make(types.Struct, len(s.project))
+				for c, j := range s.project {
+					p[c] = row[j]
+				}
+				row = p
+			}
+			out = append(out, row)
+		}
+		st.Rows += int64(len(out))
+		if len(out) == 0 {
+			return nil
+		}
+		return fn(out)
+	}
+	if len(fileSchema.Fields) == 0 {
+		// Only partition columns are wanted: the row count is all the file contributes.
+		n := pf.NumRows()
+		if deleted != nil {
+			n -= int64(deleted.GetCardinality())
+		}
+		batch := s.opts.BatchSize
+		if batch <= 0 {
+			batch = parquetio.DefaultBatchSize
+		}
+		for n > 0 {
+			k := min(n, int64(batch))
+			if err := emit(int(k), nil); err != nil {
+				return err
+			}
+			n -= k
+		}
+		return nil
+	}
+	rows, err := pf.Rows(ctx, fileSchema, parquetio.ReadOptions{
+		MatchFieldIDs: s.snap.ColumnMappingMode() == delta.ColumnMappingID,
+		Deleted:       deleted,
+		BatchSize:     s.opts.BatchSize,
+	})
+	if err != nil {
+		return fmt.Errorf("data file %s: %w", f.Path, err)
+	}
+	defer rows.Close()
+	for {
+		b, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("data file %s: %w", f.Path, err)
+		}
+		if err := emit(len(b.Rows), b.Rows); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Scan) isPartition(name string) bool {
+	return slices.Contains(s.snap.Metadata().PartitionColumns, name)
+}
+
+func isIdentity(project []int, n int) bool {
+	if len(project) != n {
+		return false
+	}
+	for i, j := range project {
+		if i != j {
+			return false
+		}
+	}
+	return true
+}
