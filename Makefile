@@ -9,7 +9,7 @@ LDFLAGS := -s -w -X github.com/deltakeeper/deltakeeper/internal/version.Version=
 
 .PHONY: help
 help: ## Show the targets.
-	@awk 'BEGIN{FS=":.*##"} /^[a-zA-Z_-]+:.*##/{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*##"} /^[a-zA-Z0-9_-]+:.*##/{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ##@ Development
 .PHONY: generate
@@ -35,6 +35,10 @@ lint: ## gofmt, go vet and generated-files freshness.
 .PHONY: test
 test: ## Run every test: lint, unit, conformance, S3, envtest (real kube-apiserver), benchmark-module tests.
 	hack/test.sh
+
+.PHONY: e2e
+e2e: ## End-to-end test on a real single-node cluster (needs root and: apt-get install containerd runc containernetworking-plugins iptables).
+	hack/e2e.sh
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd from the Go module proxy; print KUBEBUILDER_ASSETS.
