@@ -1,0 +1,105 @@
+package table
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// AppendResult reports a blind append.
+type AppendResult struct {
+	Commit *delta.CommitResult
+	Files  []*delta.AddFile
+	Rows   int64
+}
+
+// Append writes rows (logical, table column order) as new files and commits them as one blind append
+// (commitInfo.operation "WRITE", mode Append) on top of snap. When the commit certainly did not land
+// (a conflict, or nothing was attempted) the new files are deleted again; when its outcome is unknown
+// (a storage error during the commit) they are left for VACUUM, because the log may reference them.
+func Append(ctx context.Context, snap *delta.Snapshot, rows []types.Struct, opts WriteOptions) (*AppendResult, error) {
+	opts.DataChange = true
+	tx, err := snap.Begin(delta.OpAppend, delta.TxnOptions{Operation: "WRITE",
+		OperationParameters: map[string]string{"mode": "Append", "partitionBy": "[]"}})
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWriter(ctx, snap, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rows); err != nil {
+		return nil, errors.Join(err, w.Abort(ctx))
+	}
+	adds, err := w.Close()
+	if err != nil {
+		return nil, errors.Join(err, w.Abort(ctx))
+	}
+	var bytes int64
+	for _, a := range adds {
+		bytes += a.Size
+	}
+	tx.Add(adds...)
+	tx.SetMetric("numFiles", int64(len(adds)))
+	tx.SetMetric("numOutputRows", int64(len(rows)))
+	tx.SetMetric("numOutputBytes", bytes)
+	res, err := tx.Commit(ctx)
+	if err != nil {
+		if errors.Is(err, delta.ErrConcurrentModification) || errors.Is(err, delta.ErrCommitRetriesExhausted) {
+			err = errors.Join(err, w.Abort(ctx))
+		}
+		return nil, fmt.Errorf("append %d rows to %s: %w", len(rows), snap.Table().Location(), err)
+	}
+	return &AppendResult{Commit: res, Files: adds, Rows: int64(len(rows))}, nil
+}
+
+// AssignColumnMapping returns a copy of schema with column-mapping metadata (ids and physical names
+// "col-<id>"-style at every depth), as a new table in name or id mode needs, and the highest id used
+// (for delta.columnMapping.maxColumnId).
+func AssignColumnMapping(schema *types.StructType) (*types.StructType, int64) {
+	var next int64
+	var assign func(t types.DataType) types.DataType
+	assign = func(t types.DataType) types.DataType {
+		switch tt := t.(type) {
+		case *types.StructType:
+			out := &types.StructType{}
+			for _, f := range tt.Fields {
+				next++
+				nf := *f
+				nf.Metadata = map[string]json.RawMessage{}
+				for k, v := range f.Metadata {
+					nf.Metadata[k] = v
+				}
+				nf.Metadata[types.MetaColumnMappingID] = json.RawMessage(strconv.FormatInt(next, 10))
+				nf.Metadata[types.MetaColumnMappingPhysicalName] = json.RawMessage(strconv.Quote(fmt.Sprintf("col-%d-%s", next, sanitize(f.Name))))
+				nf.Type = assign(f.Type)
+				out.Fields = append(out.Fields, &nf)
+			}
+			return out
+		case *types.ArrayType:
+			return &types.ArrayType{ElementType: assign(tt.ElementType), ContainsNull: tt.ContainsNull}
+		case *types.MapType:
+			return &types.MapType{KeyType: assign(tt.KeyType), ValueType: assign(tt.ValueType), ValueContainsNull: tt.ValueContainsNull}
+		}
+		return t
+	}
+	return assign(schema).(*types.StructType), next
+}
+
+// sanitize keeps physical names plain ASCII letters and digits, so they are valid Parquet names for
+// every reader whatever the logical name holds.
+func sanitize(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s) && len(b) < 16; i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
