@@ -42,7 +42,7 @@ type Facts struct {
 	NumFiles, Bytes int64
 	Histogram       []Bucket
 	// SmallFileThreshold is half of delta.targetFileSize when set, else DefaultSmallFileThreshold.
-	SmallFileThreshold       int64
+	SmallFileThreshold        int64
 	NumSmallFiles, SmallBytes int64
 	// UnclusteredFiles/Bytes count files not (yet) clustered by the current clustering columns.
 	UnclusteredFiles, UnclusteredBytes int64
