@@ -125,6 +125,17 @@ func (a *AddFile) Remove(deletionTime int64, dataChange bool) *RemoveFile {
 	}
 }
 
+// WithDeletionVector returns the add that replaces this file after rows were deleted by a new
+// DV: same path, size and partition values, dataChange=true, and — so that row ids stay stable —
+// the same baseRowId and defaultRowCommitVersion. Remove the old (path, DV) in the same commit.
+func (a *AddFile) WithDeletionVector(dv *DeletionVectorDescriptor, modificationTime int64) *AddFile {
+	c := *a
+	c.DeletionVector = dv
+	c.DataChange = true
+	c.ModificationTime = modificationTime
+	return &c
+}
+
 // RemoveFile is the remove action: a tombstone kept until its retention expires, for VACUUM.
 type RemoveFile struct {
 	Path                    string                    `json:"path"`

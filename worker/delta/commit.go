@@ -71,8 +71,11 @@ func (tx *Transaction) Commit(ctx context.Context) (*CommitResult, error) {
 				err = nil
 			case lerr == nil:
 				err = storage.ErrAlreadyExists // someone else's commit is there: a lost race
-			default:
+			case errors.Is(lerr, storage.ErrNotFound):
+				// Nothing landed: a plain failure the caller may retry with a new transaction.
 				return nil, fmt.Errorf("table %s: write commit %d: %w", tx.table.Location(), state.version, err)
+			default:
+				return nil, &CommitOutcomeUnknownError{Table: tx.table.Location(), TxnID: tx.txnID, Version: state.version, Err: err}
 			}
 		}
 		if err == nil {
@@ -97,6 +100,47 @@ func (tx *Transaction) Commit(ctx context.Context) (*CommitResult, error) {
 			return res, nil
 		}
 		res.Winners = append(res.Winners, winners...)
+	}
+}
+
+// ErrCommitOutcomeUnknown is matched by CommitOutcomeUnknownError.
+var ErrCommitOutcomeUnknown = errors.New("commit outcome unknown")
+
+// CommitOutcomeUnknownError means the conditional write of a commit failed in a way that leaves
+// open whether it landed (a timeout, and the log could not be read back). Retrying blindly could
+// commit the same data twice: look the transaction up with Table.FindCommit first.
+type CommitOutcomeUnknownError struct {
+	Table   string
+	TxnID   string
+	Version Version
+	Err     error
+}
+
+func (e *CommitOutcomeUnknownError) Error() string {
+	return fmt.Sprintf("table %s: commit %d (txnId %s) may or may not have been written: %v; check with FindCommit before retrying",
+		e.Table, e.Version, e.TxnID, e.Err)
+}
+
+func (e *CommitOutcomeUnknownError) Unwrap() []error { return []error{ErrCommitOutcomeUnknown, e.Err} }
+
+// FindCommit looks for the commit of a transaction (by commitInfo.txnId) in versions from on,
+// for callers recovering from a CommitOutcomeUnknownError.
+func (t *Table) FindCommit(ctx context.Context, txnID string, from Version) (Version, bool, error) {
+	for v := max(from, 0); ; v++ {
+		data, err := t.store.Get(ctx, CommitKey(v))
+		if errors.Is(err, storage.ErrNotFound) {
+			return NoVersion, false, nil
+		}
+		if err != nil {
+			return NoVersion, false, fmt.Errorf("table %s: read commit %d: %w", t.Location(), v, err)
+		}
+		actions, err := parseActions(data)
+		if err != nil {
+			return NoVersion, false, fmt.Errorf("table %s: commit %d: %w", t.Location(), v, err)
+		}
+		if w := summarize(v, actions); w.commitInfo != nil && w.commitInfo.TxnID == txnID {
+			return v, true, nil
+		}
 	}
 }
 

@@ -222,3 +222,28 @@ func TestCommitInfo_WrittenJSONUsesSparkShapes(t *testing.T) {
 		t.Errorf("operationMetrics %s: values must be strings", raw["operationMetrics"])
 	}
 }
+
+func TestCommit_AmbiguousFailureIsReportedAsUnknownOutcome(t *testing.T) {
+	tbl, _ := testTable(t).Create()
+	ctx := context.Background()
+	blind := &blindStore{Store: tbl.Store()}
+	other := NewTable(blind, WithClock(newFakeClock(testEpoch)))
+	snap, err := other.Latest(ctx)
+	must(t, err)
+	tx, _ := snap.Begin(OpAppend, TxnOptions{Operation: "WRITE"})
+	tx.Add(dataFile("a.parquet", 1))
+	blind.failing = true
+	_, err = tx.Commit(ctx)
+	var unknown *CommitOutcomeUnknownError
+	if !errors.Is(err, ErrCommitOutcomeUnknown) || !errors.As(err, &unknown) || unknown.TxnID != tx.TxnID() {
+		t.Fatalf("err = %v", err)
+	}
+	// The write did land; FindCommit tells.
+	v, found, err := tbl.FindCommit(ctx, unknown.TxnID, 1)
+	if err != nil || !found || v != 1 {
+		t.Fatalf("FindCommit = %d %v %v", v, found, err)
+	}
+	if _, found, _ := tbl.FindCommit(ctx, "no-such-txn", 0); found {
+		t.Fatal("found a transaction that never committed")
+	}
+}

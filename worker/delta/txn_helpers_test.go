@@ -176,3 +176,27 @@ func (s *alwaysLosingStore) PutIfAbsent(ctx context.Context, key string, data []
 func storageInfo(key string) storage.ObjectInfo { return storage.ObjectInfo{Key: key} }
 
 func getenv(k string) string { return os.Getenv(k) }
+
+// blindStore writes, then fails the write and every read while failing is set: the outcome of
+// the commit cannot be determined.
+type blindStore struct {
+	storage.Store
+	failing bool
+}
+
+func (s *blindStore) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := s.Store.PutIfAbsent(ctx, key, data); err != nil {
+		return err
+	}
+	if s.failing {
+		return fmt.Errorf("connection reset")
+	}
+	return nil
+}
+
+func (s *blindStore) Get(ctx context.Context, key string) ([]byte, error) {
+	if s.failing {
+		return nil, fmt.Errorf("connection refused")
+	}
+	return s.Store.Get(ctx, key)
+}
