@@ -3,15 +3,21 @@
 // Reconcilers never read table data or credentials; they create worker Jobs and record what the Jobs report.
 package controllers
 
-// The manager's permissions, least privilege: its own kinds, the Jobs it runs, the Pods whose termination
-// messages carry the results, Events, and Leases for leader election and the per-table maintenance lock.
-// It has no access to Secrets: credentials are referenced by the Jobs, never read.
+// The manager's permissions, least privilege:
+//   - its own kinds: read, and write only their status (finalizers/update lets the owner references of
+//     worker Jobs set blockOwnerDeletion);
+//   - Jobs: create and delete (history, concurrencyPolicy Replace), never update;
+//   - Pods: read, for the termination messages that carry the results and for the manager's own image;
+//   - Events: both APIs, because leader election still reports through the core one;
+//   - Leases: leader election and the per-table lock (read uncached, so no list or watch).
 //
-// +kubebuilder:rbac:groups=deltakeeper.io,resources=deltatables;optimizepolicies;streamingests,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=deltakeeper.io,resources=deltatables/status;optimizepolicies/status;streamingests/status,verbs=get;update;patch
+// It has no access to Secrets or ConfigMaps: credentials and CA bundles are referenced by the Jobs, never read.
+//
+// +kubebuilder:rbac:groups=deltakeeper.io,resources=deltatables;optimizepolicies;streamingests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=deltakeeper.io,resources=deltatables/status;optimizepolicies/status;streamingests/status,verbs=get;update
 // +kubebuilder:rbac:groups=deltakeeper.io,resources=deltatables/finalizers;optimizepolicies/finalizers;streamingests/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -8,15 +9,18 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
+	"github.com/deltakeeper/deltakeeper/controllers"
 	"github.com/deltakeeper/deltakeeper/internal/version"
 )
 
@@ -47,7 +51,7 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&opts.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	f.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles")
 	f.StringVar(&opts.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
-	f.StringVar(&opts.workerImage, "worker-image", os.Getenv("DELTAKEEPER_WORKER_IMAGE"), "image of the worker Jobs (default: $DELTAKEEPER_WORKER_IMAGE, else the release image)")
+	f.StringVar(&opts.workerImage, "worker-image", os.Getenv("DELTAKEEPER_WORKER_IMAGE"), "image of the worker Jobs (default: $DELTAKEEPER_WORKER_IMAGE, else the image of the manager's own Pod, else the release image)")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.zap.BindFlags(goFlags)
 	f.AddGoFlagSet(goFlags)
@@ -72,9 +76,6 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.workerImage == "" {
-		opts.workerImage = "ghcr.io/deltakeeper/deltakeeper:" + version.Version
-	}
 
 	metricsOpts := metricsserver.Options{
 		BindAddress:   opts.metricsAddr,
@@ -88,6 +89,7 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 	leaseDuration, renewDeadline := 30*time.Second, 20*time.Second
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
@@ -100,7 +102,7 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := setupControllers(mgr, opts); err != nil {
+	if err := setupControllers(cmd.Context(), mgr, &opts); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -116,7 +118,51 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 	return nil
 }
 
-// setupControllers registers the reconcilers with the manager.
-func setupControllers(_ ctrl.Manager, _ managerOptions) error {
-	return nil
+// setupControllers registers the reconcilers with the manager, after settling the worker image.
+func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *managerOptions) error {
+	if opts.workerImage == "" {
+		opts.workerImage = discoverWorkerImage(ctx, mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"))
+	}
+	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage})
+}
+
+// releaseImage is the worker image when neither the flag nor the manager's own Pod names one.
+func releaseImage() string { return "ghcr.io/deltakeeper/deltakeeper:" + version.Version }
+
+// discoverWorkerImage returns the image the manager itself runs, read from its own Pod (POD_NAMESPACE and
+// POD_NAME come from the downward API), so worker Jobs run exactly the manager's binary even from a private
+// registry or a pinned digest. It falls back to the release image outside a Pod or when the Pod cannot be
+// read; the reason is logged.
+func discoverWorkerImage(ctx context.Context, reader client.Reader, namespace, name string) string {
+	log := ctrl.Log.WithName("setup")
+	if namespace == "" || name == "" {
+		log.Info("Not running in a Pod (POD_NAMESPACE/POD_NAME unset); using the release worker image", "image", releaseImage())
+		return releaseImage()
+	}
+	var pod corev1.Pod
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod); err != nil {
+		log.Error(err, "Cannot read the manager's own Pod; using the release worker image", "pod", namespace+"/"+name, "image", releaseImage())
+		return releaseImage()
+	}
+	if image := managerImage(&pod); image != "" {
+		return image
+	}
+	log.Info("The manager's Pod has no manager container; using the release worker image", "image", releaseImage())
+	return releaseImage()
+}
+
+// managerImage picks the manager's container in its Pod: the one named "manager", else the one whose
+// arguments start with "manager" (sidecars such as service-mesh proxies are skipped).
+func managerImage(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "manager" {
+			return c.Image
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if len(c.Args) > 0 && c.Args[0] == "manager" {
+			return c.Image
+		}
+	}
+	return ""
 }

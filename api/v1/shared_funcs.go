@@ -1,0 +1,94 @@
+package v1
+
+import "time"
+
+// Labels and annotations that deltakeeper puts on the objects it creates. They are part of the API: users
+// select worker Jobs with them (`kubectl get jobs -l deltakeeper.io/table=orders`) and network policies or
+// cost reports key on them. Nothing else is copied from a DeltaTable or OptimizePolicy onto its Jobs: copying a
+// parent's labels would copy GitOps tracking labels (Argo CD's app.kubernetes.io/instance) and make the
+// GitOps tool adopt or prune the Jobs.
+const (
+	// LabelTable is the DeltaTable a worker Job works on. Names longer than a label value allows are
+	// shortened with a hash (see controllers.LabelValue); AnnotationTable always holds the full name.
+	LabelTable = "deltakeeper.io/table"
+	// LabelOperation is the kind of worker Job: inspect or maintain.
+	LabelOperation = "deltakeeper.io/operation"
+	// LabelPolicy is the OptimizePolicy that started a maintenance Job.
+	LabelPolicy = "deltakeeper.io/policy"
+
+	// AnnotationTable is the full DeltaTable name of a worker Job and its pods.
+	AnnotationTable = "deltakeeper.io/table-name"
+	// AnnotationPolicy is the full OptimizePolicy name of a maintenance Job.
+	AnnotationPolicy = "deltakeeper.io/policy-name"
+	// AnnotationScheduledTime is the schedule slot (or request time) a Job belongs to, RFC 3339.
+	AnnotationScheduledTime = "deltakeeper.io/scheduled-time"
+	// AnnotationTrigger is why the Job was started: Schedule, RunNow, a crossed trigger, SpecChanged, ….
+	AnnotationTrigger = "deltakeeper.io/trigger"
+	// AnnotationOperations lists the Operations a Job performs, comma-separated, in order.
+	AnnotationOperations = "deltakeeper.io/operations"
+	// AnnotationGeneration is the DeltaTable generation an inspect Job applies.
+	AnnotationGeneration = "deltakeeper.io/generation"
+
+	// AnnotationRunNow on an OptimizePolicy requests one run on every target now, regardless of schedule and
+	// triggers. Any new value (a timestamp is customary) is a new request; status.lastRunNow records the
+	// value acted on.
+	AnnotationRunNow = "deltakeeper.io/run-now"
+)
+
+// Defaults of JobTemplate fields. The CRD markers repeat them for objects that carry a jobTemplate; these
+// apply when the template is absent altogether.
+const (
+	DefaultActiveDeadlineSeconds   int64 = 21600
+	DefaultBackoffLimit            int32 = 1
+	DefaultTTLSecondsAfterFinished int32 = 86400
+)
+
+// ActiveDeadline returns the template's activeDeadlineSeconds or its default; t may be nil.
+func (t *JobTemplate) ActiveDeadline() int64 {
+	if t == nil || t.ActiveDeadlineSeconds == nil {
+		return DefaultActiveDeadlineSeconds
+	}
+	return *t.ActiveDeadlineSeconds
+}
+
+// Backoff returns the template's backoffLimit or its default; t may be nil.
+func (t *JobTemplate) Backoff() int32 {
+	if t == nil || t.BackoffLimit == nil {
+		return DefaultBackoffLimit
+	}
+	return *t.BackoffLimit
+}
+
+// TTLAfterFinished returns the template's ttlSecondsAfterFinished or its default; t may be nil.
+func (t *JobTemplate) TTLAfterFinished() int32 {
+	if t == nil || t.TTLSecondsAfterFinished == nil {
+		return DefaultTTLSecondsAfterFinished
+	}
+	return *t.TTLSecondsAfterFinished
+}
+
+// IsFinished reports whether a run record describes a run that ended (not Running).
+func (r RunRecord) IsFinished() bool { return r.Result != RunRunning }
+
+// When is the record's most precise time: completion, else start, else the scheduled slot.
+func (r RunRecord) When() time.Time {
+	switch {
+	case r.CompletionTime != nil:
+		return r.CompletionTime.Time
+	case r.StartTime != nil:
+		return r.StartTime.Time
+	case r.ScheduledTime != nil:
+		return r.ScheduledTime.Time
+	}
+	return time.Time{}
+}
+
+// HasOperation reports whether the run performed op.
+func (r RunRecord) HasOperation(op Operation) bool {
+	for _, o := range r.Operations {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,201 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
+)
+
+// runSlot is one request to maintain tables: a schedule slot or a run-now request.
+type runSlot struct {
+	// Key names the slot inside the policy (hashed into Job names).
+	Key  string
+	Time time.Time
+	// RunNow requests ignore triggers and the concurrency policy (they wait for running Jobs instead).
+	RunNow bool
+}
+
+func scheduleSlot(t time.Time) runSlot {
+	return runSlot{Key: "slot/" + t.UTC().Format(time.RFC3339), Time: t}
+}
+
+// startOutcome is what trying a slot on one table did.
+type startOutcome int
+
+const (
+	outStarted       startOutcome = iota // a Job was created
+	outExists                            // the slot's Job exists already
+	outBelowTriggers                     // no trigger crossed: nothing to do this slot
+	outSkipped                           // the slot was skipped on this table (recorded)
+	outWaiting                           // the run waits (table lock, first inspection, a replaced Job)
+)
+
+// policyPass is one reconcile of a policy: what it read and what it is changing.
+type policyPass struct {
+	r      *OptimizePolicyReconciler
+	policy *deltav1.OptimizePolicy
+	ps     *policyStatus
+	evq    *eventQueue
+	now    time.Time
+	// jobs are the policy's own Jobs; byName indexes them.
+	jobs   []batchv1.Job
+	byName map[string]bool
+	// below collects the tables a slot left alone because no trigger was crossed.
+	below []string
+}
+
+// tryStart runs slot on table unless its triggers, the concurrency policy or the table's lock say otherwise.
+func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, slot runSlot) (startOutcome, error) {
+	pol := p.policy
+	trigger := TriggerRunNow
+	if !slot.RunNow {
+		d := EvaluateTriggers(pol.Spec.Triggers, table)
+		switch {
+		case d.Wait:
+			p.wait(table.Name, "table "+table.Name+" has not been inspected yet", slot)
+			return outWaiting, nil
+		case !d.Run:
+			p.below = append(p.below, table.Name)
+			return outBelowTriggers, nil
+		}
+		trigger = d.Reason
+	}
+	args, ops, err := maintainArgs(pol, table)
+	if err != nil {
+		p.ps.skip(table.Name, ReasonInvalidSpec, err.Error(), slot.Time)
+		p.evq.warning(EventInvalidSpec, actionCreateJob, nil, fmt.Sprintf("Table %s: %v", table.Name, err))
+		return outSkipped, nil
+	}
+	if len(ops) == 0 {
+		return outBelowTriggers, nil
+	}
+	req := &JobRequest{
+		Kind: JobMaintain, OwnerKind: "OptimizePolicy", Owner: pol, Table: table, Policy: pol.Name,
+		Template: pol.Spec.JobTemplate, Args: args, Operations: ops, SlotKey: slot.Key, Scheduled: slot.Time,
+		Trigger: trigger, Image: p.r.WorkerImage,
+	}
+	name := req.Name()
+	if p.byName[name] {
+		return outExists, nil
+	}
+	if own := p.ownLiveJob(table.Name); own != nil {
+		if out, done, err := p.applyConcurrency(ctx, table, own, slot); done || err != nil {
+			return out, err
+		}
+	}
+	tableJobs, err := p.r.tableJobs(ctx, table.Namespace, table.Name)
+	if err != nil {
+		return 0, err
+	}
+	job := BuildJob(req)
+	err = p.r.startJob(ctx, job, table, tableJobs)
+	var busy *LockBusy
+	switch {
+	case err == nil:
+	case errors.As(err, &busy):
+		p.wait(table.Name, fmt.Sprintf("table %s is busy with Job %s", table.Name, busy.Holder), slot)
+		return outWaiting, nil
+	case isAlreadyExists(err):
+		return outExists, nil
+	case apierrors.IsInvalid(err):
+		msg := fmt.Sprintf("the API server rejected the maintenance Job built from this spec (check jobTemplate): %v", err)
+		p.ps.skip(table.Name, ReasonInvalidSpec, msg, slot.Time)
+		p.evq.warning(EventInvalidSpec, actionCreateJob, nil, "Table "+table.Name+": "+msg)
+		return outSkipped, nil
+	default:
+		return 0, err
+	}
+	p.ps.record(deltav1.RunRecord{
+		JobName: job.Name, Table: table.Name, Operations: ops, Result: deltav1.RunRunning, Reason: trigger,
+		ScheduledTime: &metav1.Time{Time: slot.Time}, StartTime: &metav1.Time{Time: p.now},
+	})
+	p.jobs = append(p.jobs, *job)
+	p.byName[job.Name] = true
+	p.evq.normal(EventJobStarted, actionCreateJob, job, fmt.Sprintf("Started maintenance Job %s on table %s (%s: %s)",
+		job.Name, table.Name, trigger, joinOperations(ops)))
+	ctrl.LoggerFrom(ctx).Info("Started maintenance Job", "job", job.Name, "table", table.Name, "trigger", trigger)
+	return outStarted, nil
+}
+
+// applyConcurrency handles a slot arriving while this policy's Job own still runs on the table. done is true
+// when the outcome is final for this pass.
+func (p *policyPass) applyConcurrency(ctx context.Context, table *deltav1.DeltaTable, own *batchv1.Job, slot runSlot) (startOutcome, bool, error) {
+	if slot.RunNow {
+		p.wait(table.Name, fmt.Sprintf("run-now on table %s waits for Job %s", table.Name, own.Name), slot)
+		return outWaiting, true, nil
+	}
+	switch p.policy.Concurrency() {
+	case deltav1.ConcurrencyForbid:
+		msg := fmt.Sprintf("slot %s skipped on table %s: Job %s still runs (concurrencyPolicy Forbid)",
+			slot.Time.UTC().Format(time.RFC3339), table.Name, own.Name)
+		p.ps.skip(table.Name, "ConcurrencyForbid", msg, slot.Time)
+		p.evq.warning(EventSkipped, actionSchedule, own, msg)
+		return outSkipped, true, nil
+	case deltav1.ConcurrencyReplace:
+		if own.DeletionTimestamp == nil {
+			// Foreground: the Job stays (and holds the table) until its pods are gone, so the new Job never
+			// overlaps the old one's pods.
+			err := p.r.Delete(ctx, own, client.PropagationPolicy(metav1.DeletePropagationForeground))
+			if client.IgnoreNotFound(err) != nil {
+				return 0, true, fmt.Errorf("delete Job %s for concurrencyPolicy Replace: %w", own.Name, err)
+			}
+			p.ps.record(deltav1.RunRecord{
+				JobName: own.Name, Table: table.Name, Result: deltav1.RunFailed, Reason: "Replaced",
+				Message:   "stopped by concurrencyPolicy Replace for slot " + slot.Time.UTC().Format(time.RFC3339),
+				StartTime: own.Status.StartTime, CompletionTime: &metav1.Time{Time: p.now},
+			})
+			p.evq.normal(EventJobDeleted, actionDeleteJob, own, fmt.Sprintf("Stopping Job %s on table %s for the new slot (concurrencyPolicy Replace)", own.Name, table.Name))
+		}
+		p.wait(table.Name, fmt.Sprintf("table %s: replacing Job %s", table.Name, own.Name), slot)
+		return outWaiting, true, nil
+	}
+	return 0, false, nil // Allow: the table's lock makes it wait
+}
+
+// wait records that table's run for slot waits, and tells once (when the wait starts).
+func (p *policyPass) wait(table, why string, slot runSlot) {
+	p.ps.waiting = append(p.ps.waiting, why)
+	if slot.RunNow {
+		return
+	}
+	if old := p.ps.pending[table]; old == nil || !old.Time.Equal(slot.Time) {
+		p.evq.normal(EventWaiting, actionSchedule, nil, fmt.Sprintf("Slot %s waits: %s", slot.Time.UTC().Format(time.RFC3339), why))
+	}
+	p.ps.pending[table] = &metav1.Time{Time: slot.Time}
+}
+
+// ownLiveJob returns this policy's live Job on table, if any.
+func (p *policyPass) ownLiveJob(table string) *batchv1.Job {
+	for i := range p.jobs {
+		if j := &p.jobs[i]; j.Annotations[deltav1.AnnotationTable] == table && isLive(j) {
+			return j
+		}
+	}
+	return nil
+}
+
+// runSlotOnTargets tries slot on every table; it returns whether every table is done with it (nothing waits).
+func (p *policyPass) runSlotOnTargets(ctx context.Context, tables []*deltav1.DeltaTable, slot runSlot) (bool, error) {
+	allDone := true
+	for _, t := range tables {
+		out, err := p.tryStart(ctx, t, slot)
+		if err != nil {
+			return false, err
+		}
+		if out == outWaiting {
+			allDone = false
+		} else if !slot.RunNow {
+			delete(p.ps.pending, t.Name)
+		}
+	}
+	return allDone, nil
+}
