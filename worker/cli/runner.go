@@ -1,0 +1,169 @@
+// Package cli implements the table commands of the deltakeeper binary (inspect, scan, optimize, vacuum,
+// checkpoint, alter, quality, maintain…). They work on a local path or an s3:// URI with no cluster at all,
+// and they are what the operator's Jobs run, under `deltakeeper worker`.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
+)
+
+// Mode says who runs a command: a person at the top level, or a Job under `deltakeeper worker`.
+type Mode int
+
+const (
+	// Interactive: exit codes distinguish nothing-to-do (3) from success (0).
+	Interactive Mode = iota
+	// Job: nothing-to-do exits 0 (Kubernetes cannot count another code as success); the result says it.
+	Job
+)
+
+// Constructors returns the constructors of every table command.
+func Constructors() []func(Mode) *cobra.Command {
+	return commands
+}
+
+// commands is filled by each command's file, so adding a command touches only its own file.
+var commands []func(Mode) *cobra.Command
+
+func register(c func(Mode) *cobra.Command) { commands = append(commands, c) }
+
+// outputFlags are shared by every table command.
+type outputFlags struct {
+	format     string // text | json
+	resultFile string
+}
+
+func (o *outputFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "result format: text for people, json for machines (one compact document)")
+	cmd.Flags().StringVar(&o.resultFile, "result-file", "", "also write the JSON result to this file (a Job's /dev/termination-log)")
+}
+
+// env is what a command body gets.
+type env struct {
+	ctx      context.Context
+	text     io.Writer // human output; discarded with -o json
+	progress *progress
+}
+
+// body runs a command and returns its result; an error is classified with result.Classify.
+type body func(e *env) (*result.Result, error)
+
+// run executes a command body with the shared behaviour: timing, error classification, output, result file
+// and exit code. dataOnStdout moves the result to stderr when stdout carries data (scan).
+func run(cmd *cobra.Command, name string, mode Mode, out *outputFlags, dataOnStdout bool, fn body) error {
+	if out.format != "text" && out.format != "json" {
+		return &result.Error{Outcome: result.Refused, Reason: result.ReasonBadArgument,
+			Err: fmt.Errorf("-o %q: use text or json", out.format)}
+	}
+	start := time.Now()
+	resultOut := cmd.OutOrStdout()
+	if dataOnStdout {
+		resultOut = cmd.ErrOrStderr()
+	}
+	text := resultOut
+	if out.format == "json" {
+		text = io.Discard
+	}
+	e := &env{ctx: cmd.Context(), text: text, progress: newProgress(cmd.ErrOrStderr(), out.format == "text")}
+	res, err := fn(e)
+	e.progress.done()
+	if res == nil {
+		res = &result.Result{}
+	}
+	res.Command = name
+	if err != nil {
+		res.Outcome, res.Reason = result.Classify(err)
+		res.Message = err.Error()
+	} else if res.Outcome == "" {
+		res.Outcome = result.Succeeded
+	}
+	res.Since(start)
+
+	if out.format == "json" {
+		data, encErr := res.Encode()
+		if encErr != nil {
+			return encErr
+		}
+		fmt.Fprintln(resultOut, string(data))
+	} else if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", name, res.Outcome, err)
+	}
+	if out.resultFile != "" {
+		if werr := res.WriteFile(out.resultFile); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	code := res.Outcome.ExitCode()
+	if mode == Job && res.Outcome == result.NothingToDo {
+		code = 0
+	}
+	if code == 0 {
+		return nil
+	}
+	return exitError{code: code, err: err}
+}
+
+// exitError carries the exit code; the message was already printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("exit %d", e.code)
+}
+func (e exitError) ExitCode() int { return e.code }
+func (e exitError) Unwrap() error { return e.err }
+
+// openStore opens a table location with S3 settings from the standard AWS environment.
+func openStore(ctx context.Context, location string) (storage.Store, error) {
+	store, err := storage.Open(ctx, location, storage.ConfigFromEnv())
+	if err != nil {
+		return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("open %s: %w", location, err))
+	}
+	return store, nil
+}
+
+// progress prints one updating line on a terminal, and nothing otherwise (Jobs, pipes, -o json).
+type progress struct {
+	w      io.Writer
+	active bool
+	shown  bool
+	last   time.Time
+}
+
+func newProgress(w io.Writer, enabled bool) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, active: enabled && ok && term.IsTerminal(int(f.Fd()))}
+}
+
+// update shows a status line at most ten times a second.
+func (p *progress) update(format string, args ...any) {
+	if p == nil || !p.active || time.Since(p.last) < 100*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	p.shown = true
+	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
+}
+
+func (p *progress) done() {
+	if p != nil && p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
