@@ -165,9 +165,15 @@ var featureRules = map[string]featureRule{
 		}
 		return "", ""
 	},
-	FeatureTimestampNTZ:         allow,
-	FeatureDomainMetadata:       allow,
-	FeatureClustering:           allow,
+	FeatureTimestampNTZ:   allow,
+	FeatureDomainMetadata: allow,
+	FeatureClustering:     allow,
+	// The preview is understood well enough to read the clustering columns and to add clustered files
+	// (provider "liquid") without touching the definition; changing the definition is the preview
+	// runtime's business.
+	FeatureLiquidPreview: refuseOps("it is Databricks' preview of liquid clustering, whose definition deltakeeper does not rewrite",
+		"optimize, vacuum and checkpoints work; change the clustering columns with Databricks, or upgrade the table to the clustering feature",
+		OpMetadataChange),
 	FeatureV2Checkpoint:         allow,
 	FeatureVacuumProtocolCheck:  allow, // Vacuum always checks the full writer protocol here
 	FeatureInCommitTimestamp:    allow,

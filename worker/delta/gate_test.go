@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -159,5 +160,26 @@ func TestUpdateMetadata_RefusesPropertiesTheProtocolCannotCarry(t *testing.T) {
 	}
 	if ict, ok := latest.InCommitTimestamp(); !ok || ict != ts {
 		t.Fatalf("ICT of the enabling commit %d %v", ict, ok)
+	}
+}
+
+func TestLiquidPreviewTable_AllowsRewritesAndExposesItsClusteringColumns(t *testing.T) {
+	dir := conformanceDir(t)
+	store := conformanceStore(t, dir, conformanceTable{Source: "delta-rs", Name: "table_with_liquid_clustering", TableRoot: "delta"})
+	snap, err := NewTable(store).Latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []Operation{OpRead, OpRewrite, OpVacuum, OpCheckpoint} {
+		if err := snap.CheckOperation(op); err != nil {
+			t.Errorf("%s refused: %v", op, err)
+		}
+	}
+	if err := snap.CheckOperation(OpMetadataChange); err == nil || !strings.Contains(err.Error(), `"liquid"`) {
+		t.Errorf("changing the metadata of a liquid-preview table: want a refusal naming the feature, got %v", err)
+	}
+	cols, ok, err := snap.ClusteringColumnsLogical()
+	if err != nil || !ok || len(cols) != 1 || len(cols[0]) != 1 || cols[0][0] != "id" {
+		t.Fatalf("clustering columns = %v, %v, %v; want [[id]]", cols, ok, err)
 	}
 }

@@ -207,17 +207,33 @@ func (s *Snapshot) Stats(f *AddFile) (*FileStats, bool, error) {
 // column paths (ok=false for an unclustered table). The domain's configuration is
 // {"clusteringColumns":[["col"],["nested","col"]]} with physical names.
 func (s *Snapshot) ClusteringColumns() ([][]string, bool, error) {
-	d, ok := s.domains[DomainClustering]
-	if !ok {
-		return nil, false, nil
+	if d, ok := s.domains[DomainClustering]; ok {
+		var cfg struct {
+			ClusteringColumns [][]string `json:"clusteringColumns"`
+		}
+		if err := json.Unmarshal([]byte(d.Configuration), &cfg); err != nil {
+			return nil, false, fmt.Errorf("table %s: domain %s: %w", s.table.Location(), DomainClustering, err)
+		}
+		return cfg.ClusteringColumns, true, nil
 	}
-	var cfg struct {
-		ClusteringColumns [][]string `json:"clusteringColumns"`
+	// Databricks' liquid preview (writer feature "liquid") keeps the columns in its own domain, as
+	// {"clusteringColumns":[{"physicalName":["a","b"]}]}; only trust it when the feature is there.
+	if d, ok := s.domains[DomainLiquidPreview]; ok && s.protocol.HasWriterFeature(FeatureLiquidPreview) {
+		var cfg struct {
+			ClusteringColumns []struct {
+				PhysicalName []string `json:"physicalName"`
+			} `json:"clusteringColumns"`
+		}
+		if err := json.Unmarshal([]byte(d.Configuration), &cfg); err != nil {
+			return nil, false, fmt.Errorf("table %s: domain %s: %w", s.table.Location(), DomainLiquidPreview, err)
+		}
+		cols := make([][]string, 0, len(cfg.ClusteringColumns))
+		for _, c := range cfg.ClusteringColumns {
+			cols = append(cols, c.PhysicalName)
+		}
+		return cols, true, nil
 	}
-	if err := json.Unmarshal([]byte(d.Configuration), &cfg); err != nil {
-		return nil, false, fmt.Errorf("table %s: domain %s: %w", s.table.Location(), DomainClustering, err)
-	}
-	return cfg.ClusteringColumns, true, nil
+	return nil, false, nil
 }
 
 // ClusteringColumnsLogical resolves ClusteringColumns to logical column paths.
@@ -239,6 +255,7 @@ func (s *Snapshot) ClusteringColumnsLogical() ([][]string, bool, error) {
 
 // System domains deltakeeper reads or writes.
 const (
-	DomainClustering  = "delta.clustering"
-	DomainRowTracking = "delta.rowTracking"
+	DomainClustering    = "delta.clustering"
+	DomainRowTracking   = "delta.rowTracking"
+	DomainLiquidPreview = "delta.liquid"
 )
