@@ -74,7 +74,7 @@ func newLayout(snap *delta.Snapshot, opts WriteOptions) (*layout, error) {
 			l.target = size
 		}
 	}
-	l.writer.RowGroupBytes = min(max(l.target/4, 64<<10), parquetio.DefaultRowGroupBytes)
+	l.writer.RowGroupBytes = min(max(l.target/4, 8<<10), parquetio.DefaultRowGroupBytes)
 	return l, nil
 }
 
