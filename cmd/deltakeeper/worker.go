@@ -1,6 +1,9 @@
 package main
 
 import (
+	"math"
+	"runtime/debug"
+
 	"github.com/spf13/cobra"
 
 	"github.com/deltakeeper/deltakeeper/worker/cli"
@@ -14,10 +17,22 @@ func addWorkerCommands(root *cobra.Command) {
 	worker := &cobra.Command{
 		Use:   "worker",
 		Short: "Table commands as run by the operator's Jobs (same as the top-level table commands)",
+		PersistentPreRun: func(*cobra.Command, []string) {
+			keepMemoryHeadroom()
+		},
 	}
 	for _, newCmd := range cli.Constructors() {
 		root.AddCommand(newCmd(cli.Interactive))
 		worker.AddCommand(newCmd(cli.Job))
 	}
 	root.AddCommand(worker)
+}
+
+// keepMemoryHeadroom lowers the Go soft memory limit to 90% of GOMEMLIMIT. Jobs set GOMEMLIMIT to the
+// container's memory limit (downward API); collecting only at the very limit leaves no room for the
+// memory the runtime cannot reclaim in time, and the kernel would OOM-kill the pod instead.
+func keepMemoryHeadroom() {
+	if limit := debug.SetMemoryLimit(-1); limit > 0 && limit < math.MaxInt64 {
+		debug.SetMemoryLimit(limit / 10 * 9)
+	}
 }
