@@ -269,7 +269,7 @@ func TestRoundTrip_EveryTypeReadsBackIdenticallyInDuckDBAndOurScan(t *testing.T)
 				if snap, err = tbl.Latest(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := table.Append(t.Context(), snap, rows[300:], table.WriteOptions{TargetFileSize: 16 << 10}); err != nil {
+				if _, err := table.Append(t.Context(), snap, rows[300:], table.WriteOptions{TargetFileSize: 4 << 10}); err != nil {
 					t.Fatal(err)
 				}
 				if snap, err = tbl.Latest(t.Context()); err != nil {

@@ -218,12 +218,25 @@ func (w *Writer) writeTo(dir string, pv delta.PartitionValues, rows []types.Stru
 	}
 	w.clock++
 	f.used = w.clock
-	if err := f.pw.Write(rows); err != nil {
-		return fmt.Errorf("write %s: %w", f.key, err)
-	}
-	if f.counter.n >= w.l.target {
-		delete(w.open, dir)
-		return w.finish(f)
+	// Feed the Parquet writer in chunks so that row groups close (and the size check below sees
+	// them) within one large Write, not only between calls.
+	const chunk = 256
+	for len(rows) > 0 {
+		n := min(chunk, len(rows))
+		if err := f.pw.Write(rows[:n]); err != nil {
+			return fmt.Errorf("write %s: %w", f.key, err)
+		}
+		rows = rows[n:]
+		if f.counter.n >= w.l.target {
+			delete(w.open, dir)
+			if err := w.finish(f); err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return nil
+			}
+			return w.writeTo(dir, pv, rows)
+		}
 	}
 	return nil
 }
