@@ -46,6 +46,10 @@ func (z *zstdCompressor) compress(dst, src []byte) ([]byte, error) {
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithZeroFrames(true),
 			zstd.WithEncoderCRC(false),
+			// Pages are compressed one by one and rarely exceed 1 MiB: a larger window (8 MiB by
+			// default) would only grow every encoder's history buffer.
+			zstd.WithWindowSize(1<<20),
+			zstd.WithLowerEncoderMem(true),
 		)
 		if err != nil {
 			return nil, err

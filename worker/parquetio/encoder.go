@@ -1,7 +1,6 @@
 package parquetio
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -17,6 +16,7 @@ type encoderConfig struct {
 	codecID   format.CompressionCodec
 	pageBytes int // target uncompressed size of a data page
 	dict      dictConfig
+	pool      *compressPool // compresses data pages concurrently; nil compresses inline
 }
 
 // pageInfo is what the page index and the chunk statistics need from one data page.
@@ -32,6 +32,7 @@ type pageInfo struct {
 type encodedChunk struct {
 	leaf         *leafDesc
 	dictPage     []byte // header + body, nil without dictionary
+	jobs         []*pageJob
 	pages        [][]byte
 	infos        []pageInfo
 	numValues    int64
@@ -61,13 +62,11 @@ type columnEncoder struct {
 	bodyScratch []byte
 	lvlScratch  []byte
 	zScratch    []byte
-	hdr         bytes.Buffer
-	hdrEnc      *thrift.Encoder
+	hw          *headerWriter
 }
 
 func newColumnEncoder(leaf *leafDesc, cfg *encoderConfig) *columnEncoder {
 	e := &columnEncoder{leaf: leaf, cfg: cfg}
-	e.hdrEnc = thrift.NewEncoder(new(thrift.CompactProtocol).NewWriter(&e.hdr))
 	switch leaf.phys {
 	case format.Boolean:
 		e.vals = &boolEncoder{}
@@ -168,6 +167,18 @@ func (e *columnEncoder) bufferedBytes() int64 {
 	return e.chunk.compressed + int64(e.vals.pageBytes()+len(e.defs)+len(e.reps))
 }
 
+// compressInline runs a job on the encoder's own buffers.
+func (e *columnEncoder) compressInline(j *pageJob) error {
+	if e.hw == nil {
+		e.hw = newHeaderWriter()
+	}
+	j.compress(e.cfg.codec, &e.zScratch, e.hw)
+	if j.err != nil {
+		return fmt.Errorf("column %q: %w", joinPath(e.leaf.path), j.err)
+	}
+	return nil
+}
+
 func levelWidth(max int) int { return bits.Len(uint(max)) }
 
 // appendLevels appends the v1 form of a level run: a 4-byte length, then the RLE/bit-packed hybrid.
@@ -187,7 +198,13 @@ func (e *columnEncoder) flushPage() error {
 	if e.pageVals == 0 {
 		return nil
 	}
-	body := e.bodyScratch[:0]
+	pool := e.cfg.pool
+	var body []byte
+	if pool != nil {
+		body = pool.buffer(e.vals.pageBytes() + len(e.defs)/2 + len(e.reps)/2 + 64)
+	} else {
+		body = e.bodyScratch[:0]
+	}
 	var err error
 	if e.leaf.maxRep > 0 {
 		if body, err = e.appendLevels(body, e.reps, e.leaf.maxRep); err != nil {
@@ -200,7 +217,9 @@ func (e *columnEncoder) flushPage() error {
 		}
 	}
 	body, enc, pb := e.vals.flush(body)
-	e.bodyScratch = body
+	if pool == nil {
+		e.bodyScratch = body
+	}
 	stats := format.Statistics{NullCount: int64(e.pageNulls)}
 	if pb.ok && !pb.nan && len(pb.min)+len(pb.max) <= maxStatBytes {
 		stats.MinValue, stats.MaxValue = parquetBounds(e.leaf.order, pb.min, pb.max)
@@ -216,18 +235,20 @@ func (e *columnEncoder) flushPage() error {
 			Statistics:              stats,
 		}),
 	}
-	page, err := e.assemble(&header, body)
-	if err != nil {
+	job := &pageJob{header: header, body: body}
+	if pool != nil {
+		pool.submit(job)
+	} else if err := e.compressInline(job); err != nil {
 		return err
+	} else {
+		e.chunk.compressed += int64(len(job.page))
 	}
 	c := e.chunk
-	c.pages = append(c.pages, page)
-	c.infos = append(c.infos, pageInfo{size: len(page), firstRow: e.chunkRows, numValues: e.pageVals, nulls: e.pageNulls, bounds: pb})
+	c.jobs = append(c.jobs, job)
+	c.infos = append(c.infos, pageInfo{firstRow: e.chunkRows, numValues: e.pageVals, nulls: e.pageNulls, bounds: pb})
 	c.numValues += int64(e.pageVals)
 	c.nulls += int64(e.pageNulls)
 	c.rows += e.pageRows
-	c.uncompressed += int64(len(page) - int(header.CompressedPageSize) + len(body))
-	c.compressed += int64(len(page))
 	c.noteEncoding(format.DataPage, enc)
 	mergeBounds(e.leaf.order, &c.bounds, pb)
 	e.chunkRows += e.pageRows
@@ -238,26 +259,6 @@ func (e *columnEncoder) flushPage() error {
 
 // maxStatBytes caps min+max in statistics: longer values are left out rather than bloat every header.
 const maxStatBytes = 4096
-
-// assemble compresses a page body and prefixes its header; CompressedPageSize is filled in.
-func (e *columnEncoder) assemble(header *format.PageHeader, body []byte) ([]byte, error) {
-	payload := body
-	if e.cfg.codec != nil {
-		z, err := e.cfg.codec.compress(e.zScratch[:0], body)
-		if err != nil {
-			return nil, fmt.Errorf("compress page of column %q: %w", joinPath(e.leaf.path), err)
-		}
-		e.zScratch, payload = z, z
-	}
-	header.CompressedPageSize = int32(len(payload))
-	e.hdr.Reset()
-	if err := e.hdrEnc.Encode(header); err != nil {
-		return nil, fmt.Errorf("encode page header of column %q: %w", joinPath(e.leaf.path), err)
-	}
-	page := make([]byte, 0, e.hdr.Len()+len(payload))
-	page = append(page, e.hdr.Bytes()...)
-	return append(page, payload...), nil
-}
 
 func (c *encodedChunk) noteEncoding(pt format.PageType, enc format.Encoding) {
 	for i := range c.encStats {
@@ -294,21 +295,32 @@ func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
 		return nil, err
 	}
 	c := e.chunk
+	// Data pages first: their sizes are known once compressed.
+	c.compressed = 0
+	for i, j := range c.jobs {
+		if err := j.wait(); err != nil {
+			return nil, fmt.Errorf("column %q: %w", joinPath(e.leaf.path), err)
+		}
+		c.pages = append(c.pages, j.page)
+		c.infos[i].size = len(j.page)
+		c.uncompressed += int64(len(j.page) - j.compressed + int(j.header.UncompressedPageSize))
+		c.compressed += int64(len(j.page))
+	}
+	c.jobs = nil
 	dict, n := e.vals.dictionary(e.bodyScratch[:0])
 	e.bodyScratch = dict
 	if n > 0 {
-		header := format.PageHeader{
+		job := &pageJob{body: dict, header: format.PageHeader{
 			Type:                 format.DictionaryPage,
 			UncompressedPageSize: int32(len(dict)),
 			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: int32(n), Encoding: format.PlainDictionary}),
-		}
-		page, err := e.assemble(&header, dict)
-		if err != nil {
+		}}
+		if err := e.compressInline(job); err != nil {
 			return nil, err
 		}
-		c.dictPage = page
-		c.uncompressed += int64(len(page) - int(header.CompressedPageSize) + len(dict))
-		c.compressed += int64(len(page))
+		c.dictPage = job.page
+		c.uncompressed += int64(len(job.page) - job.compressed + len(dict))
+		c.compressed += int64(len(job.page))
 		c.noteEncoding(format.DictionaryPage, format.PlainDictionary)
 	}
 	seen := map[format.Encoding]bool{}

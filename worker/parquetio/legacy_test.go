@@ -52,7 +52,7 @@ func writeRaw(t *testing.T, elems []format.SchemaElement, cols []rawColumn) []by
 	t.Helper()
 	root := format.SchemaElement{Name: "schema", NumChildren: thrift.New(int32(countTop(elems)))}
 	out := &outputSchema{elements: append([]format.SchemaElement{root}, elems...)}
-	cfg, err := (&WriterOptions{}).config()
+	cfg, err := (&WriterOptions{}).config(len(cols))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // DefaultRewriteRowGroupBytes is the estimated compressed size of an output row group when
 // WriterOptions.RowGroupBytes is 0. A rewrite holds about two row groups in memory.
-const DefaultRewriteRowGroupBytes = 32 << 20
+const DefaultRewriteRowGroupBytes = 16 << 20
 
 // RewriteInput is one file to rewrite.
 type RewriteInput struct {
@@ -67,7 +67,7 @@ func Rewrite(ctx context.Context, inputs []RewriteInput, create func(i int) (sto
 	if err != nil {
 		return nil, fmt.Errorf("rewrite: %w", err)
 	}
-	cfg, err := opts.Writer.config()
+	cfg, err := opts.Writer.config(len(out.leaves))
 	if err != nil {
 		return nil, fmt.Errorf("rewrite: %w", err)
 	}
@@ -105,8 +105,14 @@ func Rewrite(ctx context.Context, inputs []RewriteInput, create func(i int) (sto
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// Compression, about two thirds of the work, runs on its own goroutines page by page, so a column
+	// that dominates the data still spreads over every core.
+	cfg.pool = newCompressPool(cfg.codec, workers)
+	defer cfg.pool.close()
 	sched := newScheduler(gp.groups, len(out.leaves), 1)
-	bufSize := min(1<<20, max(64<<10, (16<<20)/max(len(out.leaves), 1)))
+	// Page bodies are read past the buffer (io.ReadFull of a page larger than it goes straight to the
+	// storage), so the buffer only serves page headers and small pages.
+	bufSize := min(128<<10, max(16<<10, (4<<20)/max(len(out.leaves), 1)))
 	lanes := make([]*lane, len(out.leaves))
 	for j, l := range out.leaves {
 		lanes[j] = newLane(l, cfg, files, plans, bufSize)

@@ -33,7 +33,8 @@ type WriterOptions struct {
 	RowGroupBytes int64
 	// RowGroupRows caps the rows of a row group; 0 means no cap.
 	RowGroupRows int64
-	// PageBytes is the target uncompressed size of a data page. Default 1 MiB.
+	// PageBytes is the target uncompressed size of a data page. Default 1 MiB, less for schemas of more
+	// than 16 leaf columns (16 MiB shared by all columns, at least 64 KiB each).
 	PageBytes int
 	// DictionaryBytes is the largest dictionary a column chunk keeps before falling back to PLAIN
 	// (parquet-mr's parquet.dictionary.page.size). Default 1 MiB; negative disables dictionaries.
@@ -42,14 +43,17 @@ type WriterOptions struct {
 	KeyValueMetadata map[string]string
 }
 
-func (o *WriterOptions) config() (*encoderConfig, error) {
+// config resolves the options for a schema of numLeaves leaf columns.
+func (o *WriterOptions) config(numLeaves int) (*encoderConfig, error) {
 	codec, id, err := codecFor(o.Codec, o.CompressionLevel)
 	if err != nil {
 		return nil, err
 	}
 	cfg := &encoderConfig{codec: codec, codecID: id, pageBytes: o.PageBytes}
 	if cfg.pageBytes <= 0 {
-		cfg.pageBytes = DefaultPageBytes
+		// Every column holds an open page: wide schemas get smaller pages so that the open pages
+		// stay within about 16 MiB together.
+		cfg.pageBytes = min(DefaultPageBytes, max(64<<10, (16<<20)/max(numLeaves, 1)))
 	}
 	cfg.dict = dictConfig{enabled: o.DictionaryBytes >= 0, maxBytes: o.DictionaryBytes, probeValues: 4096, maxDistinct: 0.5}
 	if cfg.dict.maxBytes == 0 {
@@ -92,7 +96,7 @@ func NewWriter(w io.Writer, schema *types.StructType, opts WriterOptions) (*Writ
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}
-	cfg, err := opts.config()
+	cfg, err := opts.config(len(out.leaves))
 	if err != nil {
 		return nil, fmt.Errorf("parquet writer: %w", err)
 	}

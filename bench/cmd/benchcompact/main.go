@@ -4,8 +4,8 @@
 // alike; medians are reported. Afterwards DuckDB checks that both outputs hold the input's rows.
 //
 //	benchcompact -in DIR -work DIR -threads 2 -runs 5 \
-//	    -ours   '/path/compact ours   -in {in} -out {out} -threads {threads}' \
-//	    -duckdb '/path/compact duckdb -in {in} -out {out} -threads {threads}'
+//	    -ours   '/path/rewrite  -in {in} -out {out} -threads {threads}' \
+//	    -duckdb '/path/duckcopy -in {in} -out {out} -threads {threads}'
 //
 // A command template is run through "sh -c 'exec …'" with {in}, {out} and {threads} substituted, so
 // the "ours" side can be any command line (later: deltakeeper optimize) that leaves one Parquet file
