@@ -18,7 +18,6 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
-	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 // conformanceDir finds the shared tables: $DELTA_CONFORMANCE_DIR, else ../shared/delta-conformance next
@@ -233,5 +232,4 @@ func TestWriter_FilesReadBackIdenticallyInDuckDB(t *testing.T) {
 			assertSameRows(t, tc.want, got)
 		})
 	}
-	_ = types.TypeLong
 }

@@ -222,6 +222,25 @@ func TestRewrite_TakesTheLogicalPathForLegacyLayouts(t *testing.T) {
 	assertRowsEqual(t, want, sink.readOutputs(t, schema))
 }
 
+func TestRewrite_StopsWhenCancelledMidwayAndAbortsTheOutput(t *testing.T) {
+	schema := structOf(field("id", prim(types.TypeLong), false), field("s", prim(types.TypeString), true))
+	cases := makeInputs(t, schema, 4, 3000, 5)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sink memSink
+	create := func(i int) (storage.Writer, error) {
+		cancel() // the first output exists, then the caller gives up
+		return sink.create(i)
+	}
+	_, err := Rewrite(ctx, rewriteInputs(cases), create, RewriteOptions{Schema: schema, Writer: WriterOptions{RowGroupBytes: 4 << 10}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if len(sink.outs) != 1 || !sink.outs[0].aborted || sink.outs[0].closed {
+		t.Fatalf("the output in progress must be aborted, not published: %+v", sink.outs)
+	}
+}
+
 func TestRewrite_FailsCleanly(t *testing.T) {
 	schema := structOf(field("id", prim(types.TypeLong), false))
 	data, _ := writeRows(t, schema, []types.Struct{{int64(1)}}, WriterOptions{})
