@@ -25,27 +25,27 @@ func NewCurve(dims, bits int) (Curve, error) {
 		return nil, fmt.Errorf("curve bits per column must be in [1, %d], got %d", MaxRangeBits, bits)
 	}
 	if dims == 1 {
-		return ZOrder{dims: 1, bits: bits}, nil
+		return ZOrderCurve{dims: 1, bits: bits}, nil
 	}
 	return Hilbert{dims: dims, bits: bits}, nil
 }
 
-// ZOrder interleaves the coordinates' bits, most significant first, column 0 first (Delta's interleave_bits).
-type ZOrder struct{ dims, bits int }
+// ZOrderCurve (type; the ZOrder function is OPTIMIZE ZORDER BY) interleaves the coordinates' bits, most significant first, column 0 first (Delta's interleave_bits).
+type ZOrderCurve struct{ dims, bits int }
 
 // NewZOrder returns a Z-order curve; Z-ORDER BY uses it for any number of columns.
-func NewZOrder(dims, bits int) (ZOrder, error) {
+func NewZOrder(dims, bits int) (ZOrderCurve, error) {
 	if dims < 1 || dims*bits > 64 || bits < 1 {
-		return ZOrder{}, fmt.Errorf("z-order of %d columns × %d bits does not fit 64 bits", dims, bits)
+		return ZOrderCurve{}, fmt.Errorf("z-order of %d columns × %d bits does not fit 64 bits", dims, bits)
 	}
-	return ZOrder{dims: dims, bits: bits}, nil
+	return ZOrderCurve{dims: dims, bits: bits}, nil
 }
 
 // Dimensions implements Curve.
-func (z ZOrder) Dimensions() int { return z.dims }
+func (z ZOrderCurve) Dimensions() int { return z.dims }
 
 // Index implements Curve.
-func (z ZOrder) Index(point []uint32) uint64 {
+func (z ZOrderCurve) Index(point []uint32) uint64 {
 	var idx uint64
 	for b := z.bits - 1; b >= 0; b-- {
 		for d := 0; d < z.dims; d++ {

@@ -1,0 +1,181 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// The sort never compares boxed values: each clustering value is mapped once to an order-preserving
+// 64-bit key (normalize), range ids are binary searches over sampled uint64 bounds, and rows are sorted
+// by their curve position (a uint64) alone.
+
+// normalize maps a value to a uint64 whose unsigned order follows types.Compare: exactly for integers,
+// dates and timestamps, monotonically (ties allowed) for floats, decimals and strings (whose first 8
+// bytes decide). Ties only make two rows share a range id, which costs clustering precision, never
+// correctness. Nulls map to 0 and so take the first range, as in Delta's range_partition_id.
+func normalize(v types.Value) uint64 {
+	const flip = 1 << 63
+	switch x := v.(type) {
+	case nil:
+		return 0
+	case bool:
+		if x {
+			return 2
+		}
+		return 1
+	case int8:
+		return uint64(int64(x)) ^ flip
+	case int16:
+		return uint64(int64(x)) ^ flip
+	case int32:
+		return uint64(int64(x)) ^ flip
+	case int64:
+		return uint64(x) ^ flip
+	case types.Date:
+		return uint64(int64(x)) ^ flip
+	case types.Timestamp:
+		return uint64(int64(x)) ^ flip
+	case types.TimestampNTZ:
+		return uint64(int64(x)) ^ flip
+	case float32:
+		return normalizeFloat(float64(x))
+	case float64:
+		return normalizeFloat(x)
+	case types.DecimalValue:
+		f, _ := x.Rat().Float64()
+		return normalizeFloat(f)
+	case string:
+		return prefixKey([]byte(x))
+	case []byte:
+		return prefixKey(x)
+	}
+	return 0
+}
+
+// normalizeFloat orders floats as Spark does: -Inf < … < -0 = +0 < … < +Inf < NaN.
+func normalizeFloat(f float64) uint64 {
+	if math.IsNaN(f) {
+		return math.MaxUint64
+	}
+	if f == 0 {
+		f = 0 // -0 and +0 are equal
+	}
+	b := math.Float64bits(f)
+	if b&(1<<63) != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+func prefixKey(b []byte) uint64 {
+	var buf [8]byte
+	copy(buf[:], b)
+	// Shift right by one and add one so that the empty string (0 after the shift) still sorts above
+	// null (0): every non-null string key is ≥ 1.
+	return binary.BigEndian.Uint64(buf[:])>>1 + 1
+}
+
+// keySampler keeps a uniform sample of one column's normalized non-null keys (reservoir sampling,
+// deterministic for a seed and input order).
+type keySampler struct {
+	size int
+	seen int64
+	keys []uint64
+	rng  *rand.Rand
+}
+
+func newKeySampler(size int, seed uint64) *keySampler {
+	return &keySampler{size: size, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+func (s *keySampler) add(k uint64) {
+	if k == 0 {
+		return // null
+	}
+	s.seen++
+	if len(s.keys) < s.size {
+		s.keys = append(s.keys, k)
+		return
+	}
+	if j := s.rng.Int64N(s.seen); j < int64(s.size) {
+		s.keys[j] = k
+	}
+}
+
+// keyRanges is Ranges over normalized keys: bound i is the inclusive upper bound of range i.
+type keyRanges struct{ bounds []uint64 }
+
+// newKeyRanges picks up to maxRanges-1 bounds at evenly spaced quantiles of the sample, collapsing
+// duplicates (heavy hitters) as NewRanges does.
+func newKeyRanges(sample []uint64, maxRanges int) keyRanges {
+	sorted := slices.Clone(sample)
+	slices.Sort(sorted)
+	n := min(maxRanges-1, len(sorted))
+	var r keyRanges
+	for i := 1; i <= n; i++ {
+		b := sorted[(i*len(sorted))/(n+1)]
+		if len(r.bounds) > 0 && r.bounds[len(r.bounds)-1] == b {
+			continue
+		}
+		r.bounds = append(r.bounds, b)
+	}
+	return r
+}
+
+// id is the number of bounds strictly below k.
+func (r keyRanges) id(k uint64) uint32 {
+	i, _ := slices.BinarySearch(r.bounds, k)
+	return uint32(i)
+}
+
+func (r keyRanges) bits() int {
+	n := len(r.bounds) + 1
+	b := 1
+	for 1<<b < n {
+		b++
+	}
+	return b
+}
+
+// positioner turns a row's normalized keys into its curve position.
+type positioner struct {
+	ranges []keyRanges
+	shift  []uint // drops low bits of a range id when the curve has fewer bits per column
+	curve  Curve
+}
+
+// newPositioner builds per-column ranges from the samples and the curve over them: Hilbert (or Z-order
+// for one column) for liquid clustering, Z-order for ZORDER BY.
+func newPositioner(samples []*keySampler, zorder bool) (*positioner, error) {
+	p := &positioner{}
+	bits := 1
+	for _, s := range samples {
+		r := newKeyRanges(s.keys, DefaultRanges)
+		p.ranges = append(p.ranges, r)
+		bits = max(bits, r.bits())
+	}
+	var err error
+	if zorder {
+		p.curve, err = NewZOrder(len(samples), min(bits, 64/len(samples)))
+		bits = min(bits, 64/len(samples))
+	} else {
+		bits = min(bits, MaxRangeBits)
+		p.curve, err = NewCurve(len(samples), bits)
+	}
+	for _, r := range p.ranges {
+		p.shift = append(p.shift, uint(max(0, r.bits()-bits)))
+	}
+	return p, err
+}
+
+// position computes the curve position of one row from its keys (one per column).
+func (p *positioner) position(keys []uint64, point []uint32) uint64 {
+	for c, k := range keys {
+		point[c] = p.ranges[c].id(k) >> p.shift[c]
+	}
+	return p.curve.Index(point)
+}

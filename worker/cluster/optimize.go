@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/result"
+)
+
+// Optimize clusters a table with liquid clustering, incrementally by default (selectFiles): the
+// selected files' rows are rewritten sorted along the Hilbert curve (Z-order for one column) over the
+// clustering columns into files of the target size, tagged as Spark's liquid clustering tags its
+// ZCubes, and committed with dataChange=false. The returned Op reports the step; on error it carries
+// the outcome and reason too (the error is a *result.Error).
+func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts Options, progress func(string)) (*result.Op, error) {
+	start := time.Now()
+	op := &result.Op{Name: "cluster"}
+	finish := func(err error) (*result.Op, error) {
+		op.DurationMs = time.Since(start).Milliseconds()
+		if err != nil {
+			op.Outcome, op.Reason = result.Classify(err)
+			op.Message = err.Error()
+		}
+		return op, err
+	}
+	loc := tbl.Location()
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return finish(result.Refuse(result.ReasonBadArgument, fmt.Errorf("table %s: %w", loc, err)))
+	}
+	if err := snap.CheckOperation(delta.OpRewrite); err != nil {
+		return finish(result.Refuse(result.ReasonUnsupportedFeature, err))
+	}
+	keys, clustered, err := snap.ClusteringColumns()
+	if err != nil {
+		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
+	}
+	if !clustered || len(keys) == 0 {
+		return finish(result.Refuse(result.ReasonBadArgument, fmt.Errorf(
+			"table %s has no clustering columns; set them with `deltakeeper alter %s --cluster-by a,b`, or use --zorder-by", loc, loc)))
+	}
+	if len(snap.Metadata().PartitionColumns) > 0 {
+		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf(
+			"table %s is both partitioned and clustered, which the protocol forbids; refusing to cluster it", loc)))
+	}
+	logical, _, err := snap.ClusteringColumnsLogical()
+	if err != nil {
+		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
+	}
+	names := logicalNames(logical)
+	target, err := targetFileSize(snap, opts)
+	if err != nil {
+		return finish(result.Refuse(result.ReasonBadArgument, err))
+	}
+	sel, err := selectFiles(snap, logical, names, opts, target)
+	if err != nil {
+		return finish(result.Fail(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
+	}
+	mode := "incremental"
+	if opts.Full {
+		mode = "full"
+	}
+	if len(sel.files) == 0 {
+		op.Outcome = result.NothingToDo
+		op.Message = fmt.Sprintf("%s clustering by %s: every file is clustered and no group overlaps", mode, strings.Join(names, ", "))
+		if sel.foreign > 0 {
+			op.Message += fmt.Sprintf(" (%d files of another clustering provider left alone)", sel.foreign)
+		}
+		return finish(nil)
+	}
+	plan := fmt.Sprintf("%s clustering by %s: %s (%d bytes)", mode, strings.Join(names, ", "), sel.describe(), sel.bytes())
+	if opts.DryRun {
+		op.Outcome = result.Succeeded
+		op.Message = "dry run: would rewrite " + plan
+		return finish(nil)
+	}
+	say(progress, "%s", plan)
+	cube := newZCube(names, CurveHilbert, target)
+	adds, preserved, err := rewriteFiles(ctx, snap, keys, sel.files, nil, &cube, false, opts, target, progress)
+	if err != nil {
+		return finish(err)
+	}
+	params := map[string]string{"predicate": "[]", "zOrderBy": "[]", "clusterBy": cube.orderBy, "auto": "false", "isFull": fmt.Sprint(opts.Full)}
+	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, sel.files, adds, preserved, plan))
+}
+
+// rewriteFiles runs one rewrite job and returns its outputs, deleting them on failure.
+func rewriteFiles(ctx context.Context, snap *delta.Snapshot, keys [][]string, files []*delta.AddFile, pv delta.PartitionValues,
+	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) ([]*delta.AddFile, bool, error) {
+	l, err := newLayout(snap, keys, target)
+	if err != nil {
+		if errors.Is(err, delta.ErrUnsupportedTable) {
+			return nil, false, result.Refuse(result.ReasonUnsupportedFeature, err)
+		}
+		return nil, false, result.Refuse(result.ReasonCorruptTable, err)
+	}
+	ins, err := openInputs(ctx, l, files)
+	if err != nil {
+		return nil, false, classifyIO(err)
+	}
+	out, err := newOutputs(l, pv, cube)
+	if err != nil {
+		return nil, false, result.Fail(result.ReasonCorruptTable, err)
+	}
+	defer withMemoryLimit(opts.MemoryLimit)()
+	j := &rewriteJob{l: l, ins: ins, out: out, zorder: zorder, opts: opts, progress: progress}
+	st, err := j.run(ctx)
+	if err != nil {
+		return nil, false, errors.Join(classifyIO(err), out.abort(context.WithoutCancel(ctx)))
+	}
+	return st.adds, l.rtID >= 0, nil
+}
+
+// commitAndReport commits a finished rewrite and fills the Op; outputs are deleted when the commit
+// definitely did not land.
+func commitAndReport(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, op *result.Op, operation string,
+	params map[string]string, inputs, adds []*delta.AddFile, preserved bool, plan string) error {
+	c := &rewriteCommit{operation: operation, params: params, inputs: inputs, adds: adds, preserved: preserved}
+	v, err := c.commit(ctx, tbl, snap)
+	if err != nil {
+		var unknown *outcomeUnknown
+		if !errors.As(err, &unknown) {
+			err = errors.Join(err, deleteAdds(context.WithoutCancel(ctx), tbl, adds))
+			return err
+		}
+		return result.Fail(result.ReasonUnreachable, fmt.Errorf("%w; the new files were kept because the commit may have landed", err))
+	}
+	version := int64(v)
+	op.Version = &version
+	op.Outcome = result.Succeeded
+	op.FilesRemoved, op.FilesAdded = int64(len(inputs)), int64(len(adds))
+	for _, f := range inputs {
+		op.BytesRemoved += f.Size
+		if f.DeletionVector != nil {
+			op.RowsPurged += f.DeletionVector.Cardinality
+		}
+	}
+	for _, f := range adds {
+		op.BytesAdded += f.Size
+	}
+	op.Message = plan
+	return nil
+}
+
+func deleteAdds(ctx context.Context, tbl *delta.Table, adds []*delta.AddFile) error {
+	var errs []error
+	for _, a := range adds {
+		key, err := delta.ObjectKey(tbl.Location(), a.Path)
+		if err == nil {
+			err = tbl.Store().Delete(ctx, key)
+		}
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete uncommitted output files: %w", err)
+	}
+	return nil
+}
+
+// targetFileSize is opts.TargetFileSize, else delta.targetFileSize, else Delta's default.
+func targetFileSize(snap *delta.Snapshot, opts Options) (int64, error) {
+	if opts.TargetFileSize > 0 {
+		return opts.TargetFileSize, nil
+	}
+	size, ok, err := snap.Properties().TargetFileSize()
+	if err != nil {
+		return 0, fmt.Errorf("table %s: %w", snap.Table().Location(), err)
+	}
+	if ok {
+		return size, nil
+	}
+	return delta.DefaultTargetFileSize, nil
+}
+
+// withMemoryLimit makes the garbage collector work to keep the heap under the limit while a rewrite
+// runs (unless the process already has a limit, e.g. GOMEMLIMIT); it returns the restore function.
+func withMemoryLimit(limit int64) func() {
+	prev := debug.SetMemoryLimit(-1)
+	if prev != math.MaxInt64 {
+		return func() {}
+	}
+	debug.SetMemoryLimit(limit)
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// classifyIO gives rewrite errors an outcome: refusals and context errors as they are, the rest as
+// failures that may pass on retry.
+func classifyIO(err error) error {
+	var re *result.Error
+	if err == nil || errors.As(err, &re) {
+		return err
+	}
+	if errors.Is(err, delta.ErrUnsupportedTable) {
+		return result.Refuse(result.ReasonUnsupportedFeature, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return result.Fail(result.ReasonInternal, err)
+	}
+	return result.Fail(result.ReasonUnreachable, err)
+}
+
+func say(progress func(string), format string, args ...any) {
+	if progress != nil {
+		progress(fmt.Sprintf(format, args...))
+	}
+}

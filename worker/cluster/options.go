@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+)
+
+// Options tune Optimize (liquid clustering) and ZOrder. The clustering switches mirror Microsoft
+// Fabric's settings (spark.microsoft.delta.optimize.clustering.strategy.incremental.*): Full=false is
+// incremental=true, AutoRecluster, MinOffendingFiles and MinOverlapThreshold keep their names.
+type Options struct {
+	// TargetFileSize is the size of the files written; 0 means delta.targetFileSize, else
+	// delta.DefaultTargetFileSize.
+	TargetFileSize int64
+	// Full reclusters every file under the current clustering columns (OPTIMIZE … FULL); otherwise
+	// only the files that need it are rewritten (incremental clustering).
+	Full bool
+	// AutoRecluster rewrites groups of already clustered files stacked over a common region.
+	AutoRecluster bool
+	// MinOffendingFiles is the smallest group of mutually overlapping clustered files worth
+	// reclustering (≥ 2; 0 means DefaultMinOffendingFiles).
+	MinOffendingFiles int
+	// MinOverlapThreshold is the pair score above which two clustered files overlap, in (0.25, 1.0]
+	// (0 means DefaultMinOverlapThreshold).
+	MinOverlapThreshold float64
+	// MemoryLimit bounds the rows held in memory for sorting; more data spills to TempDir
+	// (0 means DefaultMemoryLimit).
+	MemoryLimit int64
+	// TempDir receives spill files ("" means $TMPDIR).
+	TempDir string
+	// Parallelism is the number of files read and written at once (0 means GOMAXPROCS).
+	Parallelism int
+	// DryRun plans and reports without writing anything.
+	DryRun bool
+}
+
+// Defaults, from Microsoft Fabric's incremental clustering and Delta's OPTIMIZE.
+const (
+	DefaultMinOffendingFiles   = 4
+	DefaultMinOverlapThreshold = 0.75
+	DefaultMemoryLimit         = 1 << 30
+	// MaxDeletedRowsRatio: a file whose deletion vector hides more than this share of its rows is
+	// rewritten to purge them (Delta's spark.databricks.delta.optimize.maxDeletedRowsRatio).
+	MaxDeletedRowsRatio = 0.05
+	// Provider is the clusteringProvider of liquid clustering: Spark and Databricks treat files that
+	// carry it as their own, and we treat theirs as ours.
+	Provider = "liquid"
+)
+
+// DefaultOptions are incremental clustering with auto-recluster, Fabric's defaults.
+func DefaultOptions() Options {
+	return Options{AutoRecluster: true, MinOffendingFiles: DefaultMinOffendingFiles, MinOverlapThreshold: DefaultMinOverlapThreshold}
+}
+
+// withDefaults fills zero values and validates.
+func (o Options) withDefaults() (Options, error) {
+	if o.MinOffendingFiles == 0 {
+		o.MinOffendingFiles = DefaultMinOffendingFiles
+	}
+	if o.MinOverlapThreshold == 0 {
+		o.MinOverlapThreshold = DefaultMinOverlapThreshold
+	}
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = DefaultMemoryLimit
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.TargetFileSize < 0 {
+		return o, fmt.Errorf("target file size must be positive, got %d", o.TargetFileSize)
+	}
+	if o.MemoryLimit < 16<<20 {
+		return o, fmt.Errorf("memory limit %d bytes is below the 16 MiB clustering needs", o.MemoryLimit)
+	}
+	if err := o.overlap().Validate(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func (o Options) overlap() OverlapOptions {
+	return OverlapOptions{MinOverlapThreshold: o.MinOverlapThreshold, MinOffendingFiles: o.MinOffendingFiles}
+}
