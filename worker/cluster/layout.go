@@ -34,9 +34,9 @@ type layout struct {
 
 	// Row tracking: rtID/rtVersion are the materialized columns' positions in schema (-1 when row ids
 	// need not be preserved).
-	rt                delta.RowTracking
-	rtID, rtVersion   int
-	leafColumns       int
+	rt              delta.RowTracking
+	rtID, rtVersion int
+	leafColumns     int
 }
 
 // newLayout resolves the key columns (physical paths) against the table's data-file schema.

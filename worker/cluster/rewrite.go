@@ -88,7 +88,9 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		return nil, err
 	}
 	sortKeys(sorted)
-	fileOf := func(row uint32) int { return sort.Search(len(j.ins), func(i int) bool { return j.off[i+1] > int64(row) }) }
+	fileOf := func(row uint32) int {
+		return sort.Search(len(j.ins), func(i int) bool { return j.off[i+1] > int64(row) })
+	}
 	diskRow := make([]float64, len(j.ins))
 	memRow := make([]float64, len(j.ins))
 	for i, in := range j.ins {

@@ -12,8 +12,8 @@ type selection struct {
 	files []*delta.AddFile
 	// Counts by reason (a file is counted under the first reason that selected it).
 	unclustered, otherColumns, small, deleted, overlapping int
-	groups                                                  int
-	foreign                                                 int // files of another clustering provider, left alone
+	groups                                                 int
+	foreign                                                int // files of another clustering provider, left alone
 }
 
 func (s *selection) bytes() int64 {

@@ -184,4 +184,6 @@ func (p partitionFacts) PartitionValue(column string) (types.Value, bool) {
 	return v, true
 }
 
-func (partitionFacts) ColumnStats([]string) (expr.ColumnStats, bool) { return expr.ColumnStats{}, false }
+func (partitionFacts) ColumnStats([]string) (expr.ColumnStats, bool) {
+	return expr.ColumnStats{}, false
+}
