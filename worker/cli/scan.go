@@ -130,8 +130,10 @@ func scanTable(e *env, cmd *cobra.Command, location string, f *scanFlags) (*resu
 		return nil, err
 	}
 	total := len(scan.Files())
+	var done int64
 	st, err := scan.Run(e.ctx, func(rows []types.Struct) error {
-		e.progress.update("scan: %d rows", len(rows))
+		done += int64(len(rows))
+		e.progress.update("scan: %d rows", done)
 		return sink.write(rows)
 	})
 	if err != nil {
