@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 // Optimize clusters a table with liquid clustering, incrementally by default (selectFiles): the
@@ -198,6 +199,10 @@ func classifyIO(err error) error {
 	}
 	if errors.Is(err, delta.ErrUnsupportedTable) {
 		return result.Refuse(result.ReasonUnsupportedFeature, err)
+	}
+	if errors.Is(err, storage.ErrNotFound) {
+		// A file the log references is missing: the table is broken (or was vacuumed too early).
+		return result.Refuse(result.ReasonCorruptTable, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return result.Fail(result.ReasonInternal, err)

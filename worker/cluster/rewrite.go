@@ -146,8 +146,14 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		}
 	}
 	st.adds = w.adds
+	if rewriteHook != nil {
+		rewriteHook(st.waves, st.spilledBytes)
+	}
 	return st, nil
 }
+
+// rewriteHook lets tests observe how a rewrite used memory and disk.
+var rewriteHook func(waves int, spilledBytes int64)
 
 // positions reads the key columns of every input and returns each live row's curve position.
 func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
