@@ -97,6 +97,9 @@ type ColumnQuality struct {
 	MaxDepth              int64   `json:"maxDepth"`
 	OverlapRatio          float64 `json:"overlap"`
 	SkippingEffectiveness float64 `json:"skipping"`
+	// MeasuredSkipping checks the estimate: the mean share of the other files point queries on real
+	// values skip (cluster.ColumnQuality.MeasuredSkipping).
+	MeasuredSkipping float64 `json:"measured"`
 }
 
 // Applied says what an inspect run committed to make the table match its declaration.

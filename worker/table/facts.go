@@ -165,7 +165,7 @@ func ClusteringQuality(snap *delta.Snapshot, columns []string) ([]result.ColumnQ
 		out = append(out, result.ColumnQuality{
 			Column: q.Column, Status: q.Status, NumFiles: q.NumFiles, NumFilesWithStats: q.NumFilesWithStats,
 			AvgCoveragePct: q.AvgCoveragePct, AvgDepth: q.AvgDepth, MaxDepth: q.MaxDepth,
-			OverlapRatio: q.OverlapRatio, SkippingEffectiveness: q.SkippingEffectiveness,
+			OverlapRatio: q.OverlapRatio, SkippingEffectiveness: q.SkippingEffectiveness, MeasuredSkipping: q.MeasuredSkipping,
 		})
 	}
 	return out, nil
