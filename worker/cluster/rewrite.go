@@ -106,7 +106,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 	st.waves = len(waves)
 	j.say("sorted %d rows into %d files (%d wave(s) in memory)", j.total, len(starts), len(waves))
 
-	w := newOutputWriters(j, starts)
+	w := newOutputWriters(ctx, j, starts)
 	defer w.abortOpen()
 	var sp *spiller
 	if len(waves) > 1 {

@@ -17,6 +17,8 @@ import (
 // outputWriters write the outputs of a rewrite: output k holds ranks [starts[k], starts[k+1]). Ranks
 // arrive wave by wave, so an output may stay open across waves.
 type outputWriters struct {
+	// ctx bounds the uploads, which may outlive the wave (and its errgroup context) that started them.
+	ctx    context.Context
 	j      *rewriteJob
 	starts []int
 	open   map[int]*openOutput
@@ -31,8 +33,8 @@ type openOutput struct {
 	pw  *parquetio.Writer
 }
 
-func newOutputWriters(j *rewriteJob, starts []int) *outputWriters {
-	return &outputWriters{j: j, starts: starts, open: map[int]*openOutput{}, adds: make([]*delta.AddFile, len(starts))}
+func newOutputWriters(ctx context.Context, j *rewriteJob, starts []int) *outputWriters {
+	return &outputWriters{ctx: ctx, j: j, starts: starts, open: map[int]*openOutput{}, adds: make([]*delta.AddFile, len(starts))}
 }
 
 func (w *outputWriters) end(k int) int {
@@ -61,7 +63,7 @@ func (w *outputWriters) write(ctx context.Context, k int, rows []types.Struct, l
 	o := w.open[k]
 	w.mu.Unlock()
 	if o == nil {
-		key, sw, err := w.j.out.create(ctx, k)
+		key, sw, err := w.j.out.create(w.ctx, k)
 		if err != nil {
 			return err
 		}
