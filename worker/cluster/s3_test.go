@@ -24,7 +24,11 @@ func TestOptimize_OnS3KeepsRowsAndSpills(t *testing.T) {
 	before := f.rows()
 	var waves int
 	defer cluster.SetRewriteHook(func(w int, _ int64) { waves = w })()
-	op := f.optimize(opts(func(o *cluster.Options) { o.MemoryLimit = 16 << 20; o.TempDir = t.TempDir(); o.TargetFileSize = 256 << 10 }))
+	op := f.optimize(opts(func(o *cluster.Options) {
+		o.MemoryLimit = 16 << 20
+		o.TempDir = t.TempDir()
+		o.TargetFileSize = 256 << 10
+	}))
 	if op.Outcome != result.Succeeded || op.FilesRemoved != 4 || waves < 2 {
 		t.Fatalf("op = %+v, waves %d; want the 4 files rewritten through a spill", op, waves)
 	}
