@@ -36,7 +36,9 @@ type RewriteOptions struct {
 	// TargetFileBytes starts a new output once an output reaches it (checked after each row group);
 	// 0 writes a single output.
 	TargetFileBytes int64
-	// Parallelism is the number of goroutines decoding and encoding columns; 0 means GOMAXPROCS.
+	// Parallelism is the number of goroutines decoding and encoding columns, and as many compress
+	// pages; 0 means GOMAXPROCS. The cores used are bounded by GOMAXPROCS: on 2 cores, 2 column
+	// goroutines and 2 compressors keep both busy even when one column holds most of the data.
 	Parallelism int
 }
 
@@ -160,7 +162,9 @@ func Rewrite(ctx context.Context, inputs []RewriteInput, create func(i int) (sto
 		return res, fmt.Errorf("rewrite: %w", err)
 	}
 	for i, f := range files {
-		res.Deleted += int64(len(deletedIn(deleted[i], 0, f.NumRows())))
+		if dv := deleted[i]; dv != nil && f.NumRows() > 0 {
+			res.Deleted += int64(dv.Rank(uint64(f.NumRows() - 1))) // deleted rows below NumRows
+		}
 	}
 	for _, g := range gp.groups {
 		res.Rows += g.rows

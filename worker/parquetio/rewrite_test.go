@@ -113,6 +113,14 @@ func TestRewrite_PreservesLiveRowsInOrderWithExactStatistics(t *testing.T) {
 			if res.GeneralInputs != 0 {
 				t.Fatalf("%d inputs took the logical path; files written in the output layout must be copied by column", res.GeneralInputs)
 			}
+			var deleted int64
+			for _, c := range cases {
+				deleted += int64(len(c.rows))
+			}
+			deleted -= int64(len(want))
+			if res.Deleted != deleted {
+				t.Fatalf("Deleted = %d, want %d", res.Deleted, deleted)
+			}
 			if res.Rows != int64(len(want)) || len(res.Files) != 1 || res.Files[0].NumRows != res.Rows {
 				t.Fatalf("result %+v, want %d rows in one file", res, len(want))
 			}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -36,6 +37,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Rewrite runs column tasks and page compression on separate goroutines: GOMAXPROCS, not
+	// Parallelism, is what caps the cores used, so cap it like DuckDB's "SET threads".
+	runtime.GOMAXPROCS(*threads)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
