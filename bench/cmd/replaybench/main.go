@@ -5,7 +5,7 @@
 //
 //	replaybench gen  -dir D [-files 1000000 -commits 100]   write the table's log
 //	replaybench run  -dir D [-runs 3]                        measure both, print a Markdown table
-//	replaybench load -dir D | duck -dir D                    one measurement (used by run)
+//	replaybench load|duck|duck-stats -dir D                  one measurement (used by run)
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -45,7 +46,19 @@ func main() {
 	commits := fs.Int("commits", 100, "JSON commits after the checkpoint")
 	runs := fs.Int("runs", 3, "measurements per tool")
 	threads := fs.Int("duck-threads", 0, "DuckDB threads (0 = DuckDB's default, all cores)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measurement (load) to this file")
 	fs.Parse(os.Args[2:])
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "replaybench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "-dir is required")
 		os.Exit(2)
@@ -59,13 +72,16 @@ func main() {
 	case "load":
 		err = emit(loadOurs(ctx, *dir))
 	case "duck":
-		err = emit(loadDuck(*dir, *threads))
+		err = emit(loadDuck(*dir, *threads, false))
+	case "duck-stats":
+		err = emit(loadDuck(*dir, *threads, true))
 	case "run":
 		err = runAll(*dir, *runs, *threads)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "replaybench:", err)
 		os.Exit(1)
 	}
@@ -93,8 +109,10 @@ func loadOurs(ctx context.Context, dir string) (measurement, error) {
 }
 
 // loadDuck computes the same live set with DuckDB: the checkpoint's adds, then every add/remove of
-// the JSON commits after it, keeping each path's last action (the protocol's reconciliation).
-func loadDuck(dir string, threads int) (measurement, error) {
+// the JSON commits after it, keeping each path's last action (the protocol's reconciliation). With
+// withStats it also carries each live file's modification time and statistics string through the
+// reconciliation (closer to what a snapshot holds); otherwise only path and size.
+func loadDuck(dir string, threads int, withStats bool) (measurement, error) {
 	start := time.Now()
 	logDir := filepath.Join(dir, "_delta_log")
 	cps, _ := filepath.Glob(filepath.Join(logDir, "*.checkpoint.parquet"))
@@ -120,19 +138,26 @@ func loadDuck(dir string, threads int) (measurement, error) {
 			return measurement{}, err
 		}
 	}
+	extra, extraJSON, extraAgg, extraSum := "", "", "", ""
+	if withStats {
+		extra = ", add.modificationTime AS mtime, add.stats AS stats"
+		extraJSON = ", add.modificationTime, add.stats"
+		extraAgg = ", arg_max(mtime, v) AS mtime, arg_max(stats, v) AS stats"
+		extraSum = " + coalesce(sum(length(stats)), 0) * 0 + coalesce(sum(mtime), 0) * 0"
+	}
 	q := fmt.Sprintf(`
 WITH actions AS (
-  SELECT add.path AS path, -1 AS v, true AS live, add.size AS size
+  SELECT add.path AS path, -1 AS v, true AS live, add.size AS size%s
   FROM read_parquet('%s') WHERE add IS NOT NULL
   UNION ALL
   SELECT coalesce(add.path, remove.path), CAST(regexp_extract(filename, '(\d+)\.json$', 1) AS BIGINT),
-         add IS NOT NULL, add.size
+         add IS NOT NULL, add.size%s
   FROM read_json_auto([%s], format = 'newline_delimited', filename = true, union_by_name = true)
   WHERE add IS NOT NULL OR remove IS NOT NULL
 ), last AS (
-  SELECT path, arg_max(live, v) AS live, arg_max(size, v) AS size FROM actions GROUP BY path
+  SELECT path, arg_max(live, v) AS live, arg_max(size, v) AS size%s FROM actions GROUP BY path
 )
-SELECT count(*), coalesce(sum(size), 0) FROM last WHERE live`, cps[0], strings.Join(commits, ", "))
+SELECT count(*), coalesce(sum(size), 0)%s FROM last WHERE live`, extra, cps[0], extraJSON, strings.Join(commits, ", "), extraAgg, extraSum)
 	var m measurement
 	if err := db.QueryRow(q).Scan(&m.Files, &m.Bytes); err != nil {
 		return measurement{}, err
@@ -154,7 +179,7 @@ func runAll(dir string, runs, threads int) error {
 		return err
 	}
 	fmt.Printf("| tool | run | live files | load (in-process) | wall (process) | peak RSS |\n|---|---|---|---|---|---|\n")
-	for _, tool := range []string{"load", "duck"} {
+	for _, tool := range []string{"load", "duck", "duck-stats"} {
 		for r := 1; r <= runs; r++ {
 			cmd := exec.Command(self, tool, "-dir", dir, "-duck-threads", fmt.Sprint(threads))
 			cmd.Stderr = os.Stderr
@@ -169,7 +194,8 @@ func runAll(dir string, runs, threads int) error {
 				return fmt.Errorf("%s printed %q: %w", tool, out, err)
 			}
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			name := map[string]string{"load": "deltakeeper (delta.Table.Latest)", "duck": "DuckDB (read_parquet + read_json_auto)"}[tool]
+			name := map[string]string{"load": "deltakeeper (delta.Table.Latest)", "duck": "DuckDB, path+size",
+				"duck-stats": "DuckDB, path+size+mtime+stats"}[tool]
 			fmt.Printf("| %s | %d | %d | %.2f s | %.2f s | %d MiB |\n", name, r, m.Files, m.Seconds, wall.Seconds(), ru.Maxrss/1024)
 		}
 	}
