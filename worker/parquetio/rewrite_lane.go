@@ -90,7 +90,7 @@ func (l *lane) nulls(n int64) error {
 }
 
 // seek positions the lane at row from of the slice's input row group.
-func (l *lane) seek(s rgSlice, src *leafSource) error {
+func (l *lane) seek(ctx context.Context, s rgSlice, src *leafSource) error {
 	if l.cr == nil || l.input != s.input || l.rg != s.rg || l.row > s.from {
 		cr, err := l.files[s.input].openChunk(s.rg, src.in, l.rb)
 		if err != nil {
@@ -103,7 +103,7 @@ func (l *lane) seek(s rgSlice, src *leafSource) error {
 	if l.row < s.from {
 		// Rows of a fully deleted stretch that no output group asked for: decode and drop them.
 		skip := rgSlice{input: s.input, rg: s.rg, from: l.row, to: s.from, deleted: nil}
-		return l.copyRange(skip, src, true)
+		return l.copyRange(ctx, skip, src, true)
 	}
 	return nil
 }
@@ -127,18 +127,21 @@ func (l *lane) ready() (bool, error) {
 }
 
 func (l *lane) copySlice(ctx context.Context, s rgSlice, src *leafSource) error {
-	if err := l.seek(s, src); err != nil {
+	if err := l.seek(ctx, s, src); err != nil {
 		return err
 	}
-	return l.copyRange(s, src, false)
+	return l.copyRange(ctx, s, src, false)
 }
 
 // copyRange moves the triplets of rows [s.from, s.to) page by page into the encoder, dropping deleted
 // rows, mapping levels and converting values in bulk. With discard, rows are only consumed.
-func (l *lane) copyRange(s rgSlice, src *leafSource, discard bool) error {
+func (l *lane) copyRange(ctx context.Context, s rgSlice, src *leafSource, discard bool) error {
 	maxDefIn := byte(src.in.maxDef)
 	l.di = 0
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		ok, err := l.ready()
 		if err != nil {
 			return err

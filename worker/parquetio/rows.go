@@ -108,6 +108,9 @@ func (r *RowReader) Next() (Batch, error) {
 	if r.closed {
 		return Batch{}, fmt.Errorf("read parquet rows: reader is closed")
 	}
+	if err := r.ctx.Err(); err != nil {
+		return Batch{}, err
+	}
 	var b Batch
 	for len(b.Rows) < r.opts.BatchSize {
 		if r.rgLeft == 0 {
