@@ -75,16 +75,14 @@ func logicalOnly(st *types.StructType) *types.StructType {
 type jsonlSink struct {
 	w      *bufio.Writer
 	schema *types.StructType
+	buf    []byte
 }
 
 func (s *jsonlSink) write(rows []types.Struct) error {
 	for _, r := range rows {
-		data, err := json.Marshal(jsonValue(r, s.schema))
-		if err != nil {
-			return err
-		}
-		s.w.Write(data)
-		if err := s.w.WriteByte('\n'); err != nil {
+		s.buf = appendJSON(s.buf[:0], r, s.schema)
+		s.buf = append(s.buf, '\n')
+		if _, err := s.w.Write(s.buf); err != nil {
 			return err
 		}
 	}
