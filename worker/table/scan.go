@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -27,6 +28,9 @@ type ScanOptions struct {
 	BatchSize int
 	// Storage opens data files whose absolute paths lie outside the table root.
 	Storage storage.Config
+	// Parallelism is the number of files decoded concurrently (DefaultScanParallelism when 0). Rows
+	// are delivered in file order whatever it is.
+	Parallelism int
 }
 
 // ScanStats count what a scan did.
@@ -140,48 +144,131 @@ func (s *Scan) Run(ctx context.Context, fn func(rows []types.Struct) error) (Sca
 	return s.Each(ctx, func(_ *delta.AddFile, rows []types.Struct) error { return fn(rows) })
 }
 
-// Each is Run with the file each batch comes from (for per-file checks and progress).
+// DefaultScanParallelism is the number of files a scan reads ahead concurrently when
+// ScanOptions.Parallelism is 0: enough to overlap object-store latency with decoding, while memory
+// stays at a few files' batches and row groups.
+const DefaultScanParallelism = 2
+
+// scanItem is one batch of a file, or (done) the end of the file with its counts or error.
+type scanItem struct {
+	rows                []types.Struct
+	done                bool
+	fileRows, fileDeled int64
+	err                 error
+}
+
+// Each is Run with the file each batch comes from (for per-file checks and progress). Files are
+// decoded up to Parallelism at a time, but batches are delivered in file order, one at a time.
 func (s *Scan) Each(ctx context.Context, fn func(f *delta.AddFile, rows []types.Struct) error) (ScanStats, error) {
 	st := ScanStats{FilesSkipped: s.skipped}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
 	loc := newLocator(s.snap.Table(), s.opts.Storage)
-	for _, f := range s.files {
-		if err := ctx.Err(); err != nil {
-			return st, err
+	par := s.opts.Parallelism
+	if par <= 0 {
+		par = DefaultScanParallelism
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	// order carries each file's batch channel in read order; its capacity bounds how far the
+	// readers run ahead of fn.
+	order := make(chan chan scanItem, par)
+	sem := make(chan struct{}, par)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(order)
+		for _, f := range s.files {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			ch := make(chan scanItem, 4)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				send := func(it scanItem) error {
+					select {
+					case ch <- it:
+						return nil
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				rows, deleted, err := s.readFile(ctx, loc, f, func(b []types.Struct) error { return send(scanItem{rows: b}) })
+				send(scanItem{done: true, fileRows: rows, fileDeled: deleted, err: err})
+			}()
+			select {
+			case order <- ch:
+			case <-ctx.Done():
+				return
+			}
 		}
-		if err := s.readFile(ctx, loc, f, &st, func(rows []types.Struct) error { return fn(f, rows) }); err != nil {
-			return st, err
+	}()
+	i := 0
+	for ch := range order {
+		f := s.files[i]
+		i++
+	file:
+		for {
+			var it scanItem
+			select {
+			case it = <-ch:
+			case <-ctx.Done():
+				return st, ctx.Err()
+			}
+			if it.done {
+				if it.err != nil {
+					return st, it.err
+				}
+				st.FilesRead++
+				st.BytesRead += f.Size
+				st.Rows += it.fileRows
+				st.RowsDeleted += it.fileDeled
+				break file
+			}
+			if err := fn(f, it.rows); err != nil {
+				return st, err
+			}
 		}
-		st.FilesRead++
-		st.BytesRead += f.Size
+	}
+	if i != len(s.files) {
+		return st, ctx.Err()
 	}
 	return st, nil
 }
 
-// readFile reads one live file: its DV, then its rows with partition values filled in.
-func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, st *ScanStats, fn func([]types.Struct) error) error {
+// readFile reads one live file: its DV, then its rows with partition values filled in, filtered
+// and projected, handed to fn batch by batch. It returns the rows delivered and the rows its deletion
+// vector dropped.
+func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, fn func([]types.Struct) error) (int64, int64, error) {
 	schema := s.snap.Schema()
 	physical := s.snap.PhysicalSchema()
 	var deleted *roaring64.Bitmap
+	var nDeleted int64
 	if f.DeletionVector != nil {
 		bm, err := delta.LoadDeletionVector(ctx, s.snap.Table().Store(), f.DeletionVector)
 		if err != nil {
-			return fmt.Errorf("file %s: %w", f.Path, err)
+			return 0, 0, fmt.Errorf("file %s: %w", f.Path, err)
 		}
-		deleted = bm
+		deleted, nDeleted = bm, int64(bm.GetCardinality())
 	}
 	// Each read column is either a partition column (one value for the whole file, from the log) or
 	// a data column read from the file under its physical name.
 	consts := make([]types.Value, len(s.read))
-	isPart := make([]bool, len(s.read))
 	fileSchema := &types.StructType{}
 	var fromFile []int // read position of each file column
 	for j, i := range s.read {
 		if s.isPartition(schema.Fields[i].Name) {
 			v, err := s.snap.PartitionValue(f, schema.Fields[i].Name)
 			if err != nil {
-				return fmt.Errorf("file %s: partition value of %s: %w", f.Path, schema.Fields[i].Name, err)
+				return 0, 0, fmt.Errorf("file %s: partition value of %s: %w", f.Path, schema.Fields[i].Name, err)
 			}
-			consts[j], isPart[j] = v, true
+			consts[j] = v
 			continue
 		}
 		fileSchema.Fields = append(fileSchema.Fields, physical.Fields[i])
@@ -189,16 +276,14 @@ func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, st 
 	}
 	r, err := loc.open(ctx, f.Path)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	defer r.Close()
 	pf, err := parquetio.Open(ctx, r)
 	if err != nil {
-		return fmt.Errorf("data file %s: %w", f.Path, err)
+		return 0, 0, fmt.Errorf("data file %s: %w", f.Path, err)
 	}
-	if deleted != nil {
-		st.RowsDeleted += int64(deleted.GetCardinality())
-	}
+	var delivered int64
 	emit := func(n int, fileRows []types.Struct) error {
 		out := make([]types.Struct, 0, n)
 		for k := 0; k < n; k++ {
@@ -221,18 +306,15 @@ func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, st 
 			}
 			out = append(out, row)
 		}
-		st.Rows += int64(len(out))
 		if len(out) == 0 {
 			return nil
 		}
+		delivered += int64(len(out))
 		return fn(out)
 	}
 	if len(fileSchema.Fields) == 0 {
 		// Only partition columns are wanted: the row count is all the file contributes.
-		n := pf.NumRows()
-		if deleted != nil {
-			n -= int64(deleted.GetCardinality())
-		}
+		n := pf.NumRows() - nDeleted
 		batch := s.opts.BatchSize
 		if batch <= 0 {
 			batch = parquetio.DefaultBatchSize
@@ -240,11 +322,11 @@ func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, st 
 		for n > 0 {
 			k := min(n, int64(batch))
 			if err := emit(int(k), nil); err != nil {
-				return err
+				return delivered, nDeleted, err
 			}
 			n -= k
 		}
-		return nil
+		return delivered, nDeleted, nil
 	}
 	rows, err := pf.Rows(ctx, fileSchema, parquetio.ReadOptions{
 		MatchFieldIDs: s.snap.ColumnMappingMode() == delta.ColumnMappingID,
@@ -252,28 +334,30 @@ func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, st 
 		BatchSize:     s.opts.BatchSize,
 	})
 	if err != nil {
-		return fmt.Errorf("data file %s: %w", f.Path, err)
+		return 0, 0, fmt.Errorf("data file %s: %w", f.Path, err)
 	}
 	defer rows.Close()
 	for {
 		b, err := rows.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return delivered, nDeleted, nil
 		}
 		if err != nil {
-			return fmt.Errorf("data file %s: %w", f.Path, err)
+			return delivered, nDeleted, fmt.Errorf("data file %s: %w", f.Path, err)
 		}
 		if err := emit(len(b.Rows), b.Rows); err != nil {
-			return err
+			return delivered, nDeleted, err
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return delivered, nDeleted, err
 		}
 	}
 }
 
+// isPartition reports whether a logical column is a partition column (Spark resolves the
+// partitionColumns names case-insensitively against the schema).
 func (s *Scan) isPartition(name string) bool {
-	return slices.Contains(s.snap.Metadata().PartitionColumns, name)
+	return slices.ContainsFunc(s.snap.Metadata().PartitionColumns, func(p string) bool { return equalFold(p, name) })
 }
 
 func isIdentity(project []int, n int) bool {

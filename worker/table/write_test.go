@@ -429,3 +429,52 @@ func TestRewriteOutputs_TurnARewriteIntoAddFilesOfTheBin(t *testing.T) {
 		t.Errorf("%d files after compacting two into one, want 11", snap.NumFiles())
 	}
 }
+
+func TestScan_DeliversRowsInFileOrderWhateverTheParallelism(t *testing.T) {
+	store, _ := newStore(t)
+	tbl, _, err := tabletest.Create(t.Context(), store, tabletest.AllTypesSchema(), []string{"part"}, delta.ColumnMappingNone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := tabletest.AllTypesRows(200)
+	snap := appendBatches(t, tbl, rows[:70], rows[70:140], rows[140:])
+	var runs [][]string
+	for _, par := range []int{1, 2, 7} {
+		scan, err := table.NewScan(snap, table.ScanOptions{Parallelism: par, BatchSize: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var files []string
+		st, err := scan.Each(t.Context(), func(f *delta.AddFile, b []types.Struct) error {
+			if len(files) == 0 || files[len(files)-1] != f.Path {
+				files = append(files, f.Path)
+			}
+			for _, r := range b {
+				got = append(got, table.CanonicalRow(r))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Rows != 200 || st.FilesRead != snap.NumFiles() {
+			t.Errorf("parallelism %d: %+v", par, st)
+		}
+		if !slices.IsSorted(files) || len(files) != snap.NumFiles() {
+			t.Errorf("parallelism %d: files delivered out of order: %v", par, files)
+		}
+		runs = append(runs, got)
+	}
+	for i := 1; i < len(runs); i++ {
+		if !slices.Equal(runs[0], runs[i]) {
+			t.Errorf("run %d delivered rows in another order than run 0", i)
+		}
+	}
+	// An error from the callback stops the scan and is returned as is.
+	stop := errors.New("stop")
+	scan, _ := table.NewScan(snap, table.ScanOptions{Parallelism: 4, BatchSize: 1})
+	if _, err := scan.Run(t.Context(), func([]types.Struct) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("err = %v, want the callback's", err)
+	}
+}
