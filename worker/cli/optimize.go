@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/expr"
+	"github.com/deltakeeper/deltakeeper/worker/optimize"
+	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/table"
+)
+
+func init() { register(newOptimizeCmd) }
+
+func newOptimizeCmd(mode Mode) *cobra.Command {
+	var (
+		out    outputFlags
+		f      optimizeFlags
+		dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "optimize <table>",
+		Short: "Compact small files (bin-packing), or Z-order / incrementally cluster the table",
+		Long: `optimize rewrites small files into files of the target size, as Delta's OPTIMIZE does: files below
+--min-file-size, files whose deletion vectors hide more than --max-deleted-rows-ratio of their rows,
+and files with deletion vectors but no row count are grouped by partition and packed into bins of at
+most --target-file-size; each bin becomes one new file without deletion vectors. The rows of the
+table do not change (the commit says dataChange=false), so readers, streams and concurrent appends
+are unaffected. --batch-size commits every N bins, so an interrupted run keeps its progress.
+
+On a clustered table optimize runs incremental clustering instead; --zorder-by a,b Z-orders the
+selected partitions of an unclustered table.`,
+		Example: `  deltakeeper optimize ./orders
+  deltakeeper optimize ./orders --dry-run
+  deltakeeper optimize s3://lake/events --where "day >= '2024-06-01'" --target-file-size 256mb --batch-size 20`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd, "optimize", mode, &out, false, func(e *env) (*result.Result, error) {
+				return optimizeCommand(e, args[0], &f, dryRun)
+			})
+		},
+	}
+	out.bind(cmd)
+	f.bind(cmd.Flags())
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 0, "goroutines reading and writing at once (default: number of CPUs)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan (bins, files, bytes) and change nothing")
+	return cmd
+}
+
+// optimizeFlags are the compaction flags shared by optimize and maintain --optimize.
+type optimizeFlags struct {
+	targetSize, minSize string
+	ratio               float64
+	where, zorderBy     string
+	batchSize           int
+	parallelism         int
+}
+
+func (f *optimizeFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.targetSize, "target-file-size", "", "size of the files written and of the bins (bytes, or 128mb, 1g…; default: delta.targetFileSize, else 1 GiB)")
+	fs.StringVar(&f.minSize, "min-file-size", "", "files smaller than this are compacted (default: the target file size)")
+	fs.Float64Var(&f.ratio, "max-deleted-rows-ratio", optimize.DefaultMaxDeletedRowsRatio, "also rewrite files whose deletion vectors hide more than this share of their rows")
+	fs.StringVar(&f.where, "where", "", "compact only the partitions matching this predicate on partition columns, e.g. \"day >= '2024-06-01'\"")
+	fs.StringVar(&f.zorderBy, "zorder-by", "", "Z-order the selected partitions by these columns (a,b; unclustered tables only)")
+	fs.IntVar(&f.batchSize, "batch-size", 0, "commit every N bins (partial progress); 0 commits all bins at once")
+}
+
+// changed reports whether any compaction flag was given (maintain requires --optimize with them).
+func (f *optimizeFlags) changed(fs *pflag.FlagSet) string {
+	for _, n := range []string{"target-file-size", "min-file-size", "max-deleted-rows-ratio", "where", "zorder-by", "batch-size"} {
+		if fs.Changed(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// options turns the flags into compaction options and the Z-order columns.
+func (f *optimizeFlags) options(dryRun bool) (optimize.Options, []string, error) {
+	o := optimize.Options{MaxDeletedRowsRatio: f.ratio, BatchSize: f.batchSize, Parallelism: f.parallelism, DryRun: dryRun}
+	var err error
+	if o.TargetFileSize, err = parseSize("--target-file-size", f.targetSize); err != nil {
+		return o, nil, err
+	}
+	if o.MinFileSize, err = parseSize("--min-file-size", f.minSize); err != nil {
+		return o, nil, err
+	}
+	if f.where != "" {
+		if o.Where, err = expr.Parse(f.where); err != nil {
+			return o, nil, tableError(err)
+		}
+	}
+	return o, splitList(f.zorderBy), nil
+}
+
+func parseSize(flag, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := delta.ParseByteSize(s)
+	if err != nil || n <= 0 {
+		return 0, badArg("%s %q: give a positive size in bytes, or with a unit (64mb, 1g)", flag, s)
+	}
+	return n, nil
+}
+
+func optimizeCommand(e *env, location string, f *optimizeFlags, dryRun bool) (*result.Result, error) {
+	opts, zorder, err := f.options(dryRun)
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(e.ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	tbl := delta.NewTable(store)
+	snap, err := tbl.Latest(e.ctx)
+	if err != nil {
+		return nil, tableError(err)
+	}
+	op, rep, err := optimizeStep(e, snap, opts, zorder, defaultClusterFlags())
+	res := &result.Result{}
+	if op != nil {
+		res.Ops = []result.Op{*op}
+		if err == nil && op.Outcome == result.NothingToDo {
+			res.Outcome = result.NothingToDo
+		}
+	}
+	if rep != nil {
+		fmt.Fprint(e.text, optimizeText(location, rep))
+	}
+	describeTable(e.ctx, tbl, res)
+	return res, tableError(err)
+}
+
+// optimizeStep is the optimize step of optimize and maintain: clustering on a clustered table,
+// Z-order when columns are given, bin-packing compaction otherwise. The report is nil for the first two.
+func optimizeStep(e *env, snap *delta.Snapshot, opts optimize.Options, zorder []string, cf clusterFlags) (*result.Op, *optimize.Report, error) {
+	clustered, err := isClustered(snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	progress := func(s string) { e.progress.update("optimize: %s", s) }
+	switch {
+	case clustered && len(zorder) > 0:
+		return nil, nil, badArg("table %s is clustered; --zorder-by applies to unclustered tables only (clustered tables are optimized by their clustering columns)", snap.Table().Location())
+	case clustered:
+		op, err := runClustering(e.ctx, snap, cf, opts, progress)
+		return op, nil, err
+	case len(zorder) > 0:
+		op, err := runZOrder(e.ctx, snap, zorder, opts, progress)
+		return op, nil, err
+	}
+	rep, err := optimize.RunSnapshot(e.ctx, snap, opts, progress)
+	if rep == nil {
+		return nil, nil, err
+	}
+	return &rep.Op, rep, err
+}
+
+func isClustered(snap *delta.Snapshot) (bool, error) {
+	cols, ok, err := snap.ClusteringColumnsLogical()
+	if err != nil {
+		return false, result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: clustering columns: %w", snap.Table().Location(), err))
+	}
+	return ok && len(cols) > 0, nil
+}
+
+// optimizeText is the human summary of a compaction.
+func optimizeText(location string, r *optimize.Report) string {
+	var b strings.Builder
+	p := r.Plan
+	files, bytes := p.Files()
+	fmt.Fprintf(&b, "optimize %s at version %d: %d live files considered, %d candidates (below %s or with too many deleted rows)\n",
+		location, p.Snapshot.Version(), p.ConsideredFiles, p.CandidateFiles, humanBytes(p.MinFileSize))
+	switch {
+	case len(p.Bins) == 0:
+		b.WriteString("  nothing to compact\n")
+		return b.String()
+	case r.Op.Outcome == result.Succeeded && len(r.Commits) == 0:
+		fmt.Fprintf(&b, "  dry run: would rewrite %d files (%s) into about %d files of up to %s, in %d bins across %d partitions\n",
+			files, humanBytes(bytes), estimateOutputs(p), humanBytes(p.Target), len(p.Bins), p.Partitions)
+		writeBins(&b, p)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "  removed %d files (%s), added %d files (%s) in %d commits",
+		r.FilesRemoved, humanBytes(r.BytesRemoved), r.FilesAdded, humanBytes(r.BytesAdded), len(r.Commits))
+	if n := len(r.Commits); n > 0 {
+		fmt.Fprintf(&b, " (versions %d..%d)", r.Commits[0], r.Commits[n-1])
+	}
+	b.WriteString("\n")
+	if r.RowsPurged > 0 {
+		fmt.Fprintf(&b, "  purged %d rows hidden by %d deletion vectors\n", r.RowsPurged, r.DVsRemoved)
+	}
+	for _, d := range r.Dropped {
+		fmt.Fprintf(&b, "  dropped bin of %d files (%s) in partition %s: %s\n", d.Files, humanBytes(d.Bytes), partitionLabel(d.Partition), d.Reason)
+	}
+	if r.Unknown {
+		b.WriteString("  the outcome of the last commit is unknown: its new files were kept; VACUUM removes them if it did not land\n")
+	}
+	return b.String()
+}
+
+func estimateOutputs(p *optimize.Plan) int64 {
+	var n int64
+	for _, bin := range p.Bins {
+		n += max(1, (bin.Bytes+p.Target-1)/p.Target)
+	}
+	return n
+}
+
+// writeBins lists the first bins of a plan.
+func writeBins(w io.Writer, p *optimize.Plan) {
+	const shown = 20
+	for i, bin := range p.Bins {
+		if i == shown {
+			fmt.Fprintf(w, "  … and %d more bins\n", len(p.Bins)-shown)
+			break
+		}
+		dv := ""
+		if bin.DVFiles > 0 {
+			dv = fmt.Sprintf(", %d with deletion vectors (%d rows to purge)", bin.DVFiles, bin.DVRows)
+		}
+		fmt.Fprintf(w, "  bin %3d  partition %-30s %5d files %10s%s\n", i+1, partitionLabel(bin.Dir), len(bin.Files), humanBytes(bin.Bytes), dv)
+	}
+}
+
+func partitionLabel(key string) string {
+	if key == "" {
+		return "(unpartitioned)"
+	}
+	return key
+}
+
+// describeTable adds the facts of the table's latest version to a result (the state after a run).
+// A failure to read them is not the command's failure: the result just lacks them.
+func describeTable(ctx context.Context, tbl *delta.Table, res *result.Result) {
+	snap, err := tbl.Latest(ctx)
+	if err != nil {
+		return
+	}
+	facts, err := table.Inspect(snap)
+	if err != nil {
+		return
+	}
+	res.Table = facts.Result()
+	v := int64(snap.Version())
+	res.Version = &v
+}

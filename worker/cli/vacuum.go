@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/vacuum"
+)
+
+func init() { register(newVacuumCmd) }
+
+func newVacuumCmd(mode Mode) *cobra.Command {
+	var (
+		out outputFlags
+		f   vacuumFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "vacuum <table>",
+		Short: "Delete data files the table no longer references, once older than the retention",
+		Long: `vacuum deletes files that the current version of the table does not reference and that are older
+than the retention (default: the table's delta.deletedFileRetentionDuration, 7 days). Time travel
+to versions older than the retention stops working for the files deleted.
+
+--mode full lists the table's storage and also finds orphans (files of failed writes); lite only
+deletes the files of the log's expired remove actions and needs no listing. The log, hidden paths
+(names starting with _ or .) other than _change_data, _delta_index and partition directories, and
+files younger than the retention are never deleted. A retention below the table's is refused unless
+--allow-short-retention: readers of older snapshots and writers still committing may need the files.`,
+		Example: `  deltakeeper vacuum ./orders --dry-run
+  deltakeeper vacuum s3://lake/events --retention 72h --allow-short-retention
+  deltakeeper vacuum s3://lake/events --mode lite`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd, "vacuum", mode, &out, false, func(e *env) (*result.Result, error) {
+				return vacuumCommand(e, args[0], &f)
+			})
+		},
+	}
+	out.bind(cmd)
+	f.bind(cmd.Flags(), "mode")
+	cmd.Flags().IntVar(&f.parallelism, "parallelism", 0, fmt.Sprintf("concurrent deletes (default %d)", vacuum.DefaultParallelism))
+	return cmd
+}
+
+// vacuumFlags are shared by vacuum and maintain --vacuum (whose mode flag is --vacuum-mode).
+type vacuumFlags struct {
+	retention   string
+	allowShort  bool
+	mode        string
+	dryRun      bool
+	parallelism int
+}
+
+func (f *vacuumFlags) bind(fs *pflag.FlagSet, modeFlag string) {
+	fs.StringVar(&f.retention, "retention", "", "keep unreferenced files younger than this (168h, 7d, \"interval 7 days\"; default: delta.deletedFileRetentionDuration)")
+	fs.BoolVar(&f.allowShort, "allow-short-retention", false, "permit a retention below the table's delta.deletedFileRetentionDuration")
+	fs.StringVar(&f.mode, modeFlag, "full", "full (list storage) or lite (the log's expired removes only)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "report what would be deleted and delete nothing")
+}
+
+func (f *vacuumFlags) options() (vacuum.Options, error) {
+	o := vacuum.Options{AllowShortRetention: f.allowShort, Mode: vacuum.Mode(strings.ToLower(f.mode)), DryRun: f.dryRun,
+		Parallelism: f.parallelism, SampleSize: 20}
+	if o.Mode != vacuum.Full && o.Mode != vacuum.Lite {
+		return o, badArg("vacuum mode %q: use full or lite", f.mode)
+	}
+	if f.retention != "" {
+		d, err := parseRetention(f.retention)
+		if err != nil {
+			return o, badArg("--retention %q: give a duration such as 168h, 7d or \"interval 7 days\"", f.retention)
+		}
+		o.Retention = &d
+	}
+	return o, nil
+}
+
+// parseRetention accepts Go durations (what the operator passes: 168h0m0s), whole days (7d) and
+// Delta's interval strings.
+func parseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	return delta.ParseInterval(s)
+}
+
+func vacuumCommand(e *env, location string, f *vacuumFlags) (*result.Result, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	store, err := openStore(e.ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	tbl := delta.NewTable(store)
+	rep, err := vacuum.Run(e.ctx, tbl, opts, func(s string) { e.progress.update("vacuum: %s", s) })
+	res := &result.Result{}
+	if rep != nil {
+		res.Ops = []result.Op{rep.Op}
+		if err == nil && rep.Op.Outcome == result.NothingToDo {
+			res.Outcome = result.NothingToDo
+		}
+		fmt.Fprint(e.text, vacuumText(location, rep, opts.DryRun))
+	}
+	describeTable(e.ctx, tbl, res)
+	return res, tableError(err)
+}
+
+func vacuumText(location string, r *vacuum.Report, dryRun bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "vacuum %s at version %d (%s mode): retention %s, deleting files %s before %s\n", location, r.Version, r.Mode, r.Retention,
+		map[vacuum.Mode]string{vacuum.Full: "last modified", vacuum.Lite: "removed"}[r.Mode], r.Cutoff.UTC().Format(time.RFC3339))
+	switch {
+	case r.FilesToDelete == 0:
+		b.WriteString("  nothing to delete\n")
+	case dryRun:
+		fmt.Fprintf(&b, "  dry run: would delete %d files (%s)\n", r.FilesToDelete, humanBytes(r.BytesToDelete))
+		for _, k := range r.Sample {
+			fmt.Fprintf(&b, "    %s\n", k)
+		}
+		if n := r.FilesToDelete - int64(len(r.Sample)); n > 0 {
+			fmt.Fprintf(&b, "    … and %d more\n", n)
+		}
+	default:
+		fmt.Fprintf(&b, "  deleted %d of %d files (%s)\n", r.FilesDeleted, r.FilesToDelete, humanBytes(r.BytesDeleted))
+	}
+	if r.Mode == vacuum.Full {
+		fmt.Fprintf(&b, "  %d directories scanned; %d unreferenced files kept because they are younger than the retention\n", r.Directories, r.KeptRecent)
+	}
+	return b.String()
+}

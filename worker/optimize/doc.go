@@ -1,0 +1,25 @@
+// Package optimize compacts a Delta table's small files by bin-packing, the way Spark's OPTIMIZE does
+// (OptimizeExecutor, maintenance notes §2.3), and offers the same engine as auto compaction for the
+// ingest path (§2.4).
+//
+// A run plans, rewrites and commits:
+//
+//   - plan (pure): the candidates are files smaller than the minimum file size, files whose deletion
+//     vector hides more than the allowed share of their rows, and files with a deletion vector but
+//     no row count; they are grouped by normalised partition values, sorted by size and packed
+//     greedily into bins of at most the target size; a bin of one file is dropped unless the file
+//     carries a deletion vector (rewriting it purges the deleted rows).
+//   - rewrite: each bin is streamed through parquetio.Rewrite (page-level column copy, deletion
+//     vectors applied, output rolled at the target size), bins in parallel. Memory is bounded by a
+//     few row groups per bin in flight, whatever the table size.
+//   - commit: every batch of bins is one OPTIMIZE commit through delta.Transaction, removes and adds
+//     with dataChange=false. Blind appends that win the race are rebased onto by the transaction
+//     itself. When a winner conflicts (a concurrent compaction, DELETE or MERGE took some inputs),
+//     the batch is retried on the new snapshot with the bins whose inputs are all still live — Spark's
+//     rule, applied per bin instead of per batch — and the other bins are dropped, their outputs
+//     deleted and reported.
+//
+// Output files are deleted whenever their commit certainly did not land; when the outcome of a
+// commit is unknown (a storage timeout that could not be resolved) they are left for VACUUM, because
+// the log may reference them.
+package optimize
