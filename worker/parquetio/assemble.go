@@ -9,6 +9,43 @@ import (
 // or empty value is consumed by skipping one value in each of its leaves.
 type assembler struct {
 	cursors []*cursor
+	arena   []types.Value
+	entries []types.MapEntry
+	scratch []types.Value
+}
+
+// arenaChunk is how many values one arena allocation holds: struct, array and map values of a batch
+// are carved out of shared chunks instead of allocated one by one (a checkpoint row is mostly two
+// structs; allocations, not decoding, dominated the reader's profile).
+const arenaChunk = 4096
+
+// values returns n zeroed values that no other value shares; the capacity is capped so appending to
+// the result cannot overwrite a neighbour.
+func (a *assembler) values(n int) []types.Value {
+	if n == 0 {
+		return []types.Value{}
+	}
+	if n > arenaChunk/8 {
+		return make([]types.Value, n)
+	}
+	if len(a.arena) < n {
+		a.arena = make([]types.Value, arenaChunk)
+	}
+	v := a.arena[:n:n]
+	a.arena = a.arena[n:]
+	return v
+}
+
+func (a *assembler) mapEntries(n int) []types.MapEntry {
+	if n > arenaChunk/16 {
+		return make([]types.MapEntry, n)
+	}
+	if len(a.entries) < n {
+		a.entries = make([]types.MapEntry, arenaChunk/4)
+	}
+	v := a.entries[:n:n]
+	a.entries = a.entries[n:]
+	return v
 }
 
 // skipValue consumes value n in all of its leaves.
@@ -37,7 +74,7 @@ func (a *assembler) read(n *readNode) types.Value {
 		}
 		return n.conv(vals, i)
 	case rkStruct:
-		s := make(types.Struct, len(n.children))
+		s := types.Struct(a.values(len(n.children)))
 		for i, c := range n.children {
 			s[i] = a.read(c)
 		}
@@ -54,34 +91,48 @@ func (a *assembler) read(n *readNode) types.Value {
 			a.skipValue(n)
 			return types.Array{}
 		}
-		arr := types.Array{}
+		// Elements are gathered on a stack of scratch space (nested lists push above their parent),
+		// then copied into the arena at their final length.
+		base := len(a.scratch)
 		for {
-			arr = append(arr, a.read(n.children[0]))
+			a.scratch = append(a.scratch, a.read(n.children[0]))
 			if first.peekRep() != n.listRep || first.err != nil {
-				return arr
+				break
 			}
 		}
+		arr := types.Array(a.values(len(a.scratch) - base))
+		copy(arr, a.scratch[base:])
+		clear(a.scratch[base:])
+		a.scratch = a.scratch[:base]
+		return arr
 	case rkMap:
 		if def < n.emptyDef {
 			a.skipValue(n)
 			return types.Map{}
 		}
-		m := types.Map{}
+		base := len(a.scratch)
 		for {
 			k := a.read(n.children[0])
 			v := a.read(n.children[1])
-			m = append(m, types.MapEntry{Key: k, Value: v})
+			a.scratch = append(a.scratch, k, v)
 			if first.peekRep() != n.listRep || first.err != nil {
-				return m
+				break
 			}
 		}
+		m := types.Map(a.mapEntries((len(a.scratch) - base) / 2))
+		for i := range m {
+			m[i] = types.MapEntry{Key: a.scratch[base+2*i], Value: a.scratch[base+2*i+1]}
+		}
+		clear(a.scratch[base:])
+		a.scratch = a.scratch[:base]
+		return m
 	}
 	return nil
 }
 
 // readRow assembles one top-level row.
 func (a *assembler) readRow(root *readNode) types.Struct {
-	s := make(types.Struct, len(root.children))
+	s := types.Struct(a.values(len(root.children)))
 	for i, c := range root.children {
 		s[i] = a.read(c)
 	}

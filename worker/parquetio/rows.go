@@ -111,7 +111,7 @@ func (r *RowReader) Next() (Batch, error) {
 	if err := r.ctx.Err(); err != nil {
 		return Batch{}, err
 	}
-	var b Batch
+	b := Batch{Rows: make([]types.Struct, 0, r.opts.BatchSize)}
 	for len(b.Rows) < r.opts.BatchSize {
 		if r.rgLeft == 0 {
 			if err := r.checkRowGroupEnd(); err != nil {
