@@ -48,3 +48,7 @@ envtest-assets: ## Build kube-apiserver and etcd from the Go module proxy; print
 .PHONY: demo
 demo: ## The main job on an embedded default: local table + local control plane.
 	hack/demo.sh
+
+.PHONY: demo-cli
+demo-cli: ## No cluster: a local table of small files, inspect, optimize, and scans that agree row for row.
+	hack/demo-cli.sh

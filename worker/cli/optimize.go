@@ -189,10 +189,17 @@ func optimizeText(location string, r *optimize.Report) string {
 		writeBins(&b, p)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "  removed %d files (%s), added %d files (%s) in %d commits",
-		r.FilesRemoved, humanBytes(r.BytesRemoved), r.FilesAdded, humanBytes(r.BytesAdded), len(r.Commits))
-	if n := len(r.Commits); n > 0 {
-		fmt.Fprintf(&b, " (versions %d..%d)", r.Commits[0], r.Commits[n-1])
+	fmt.Fprintf(&b, "  removed %d files (%s), added %d files (%s)", r.FilesRemoved, humanBytes(r.BytesRemoved), r.FilesAdded, humanBytes(r.BytesAdded))
+	switch n := len(r.Commits); n {
+	case 0:
+		b.WriteString(", nothing committed")
+	case 1:
+		fmt.Fprintf(&b, " in version %d", r.Commits[0])
+	default:
+		fmt.Fprintf(&b, " in %d commits, versions %d..%d", n, r.Commits[0], r.Commits[n-1])
+	}
+	if r.Rebased > 0 {
+		fmt.Fprintf(&b, " (rebased over %d concurrent commits)", r.Rebased)
 	}
 	b.WriteString("\n")
 	if r.RowsPurged > 0 {
