@@ -151,6 +151,8 @@ type input struct {
 	live    int64 // rows left after the deletion vector
 	// memRow estimates the in-memory bytes of one decoded row; diskRow the file bytes per live row.
 	memRow, diskRow float64
+	// uncompressed is the size of the file's pages before compression.
+	uncompressed int64
 }
 
 // openInputs loads the inputs' deletion vectors and footers (for row counts and size estimates).
@@ -177,6 +179,7 @@ func openInputs(ctx context.Context, l *layout, files []*delta.AddFile) ([]*inpu
 			uncompressed += pf.RowGroup(g).UncompressedBytes
 		}
 		rows := pf.NumRows()
+		in.uncompressed = uncompressed
 		r.Close()
 		in.live = rows
 		if in.deleted != nil {

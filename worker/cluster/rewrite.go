@@ -87,6 +87,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 	if err != nil {
 		return nil, err
 	}
+	j.say("computed %d curve positions", len(sorted))
 	sortKeys(sorted)
 	fileOf := func(row uint32) int {
 		return sort.Search(len(j.ins), func(i int) bool { return j.off[i+1] > int64(row) })
@@ -97,6 +98,21 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		diskRow[i], memRow[i] = in.diskRow, in.memRow
 	}
 	starts := cutOutputs(sorted, fileOf, diskRow, j.l.target)
+	if j.l.rtID < 0 && j.columnarFits() {
+		adds, err := j.permute(ctx, sorted, starts)
+		if err == nil {
+			st.adds, st.waves = adds, 1
+			j.say("wrote %d/%d files", len(adds), len(adds))
+			if rewriteHook != nil {
+				rewriteHook(st.waves, 0)
+			}
+			return st, nil
+		}
+		if !errors.Is(err, parquetio.ErrPermuteUnsupported) {
+			return nil, err
+		}
+		j.say("falling back to logical rows: %v", err)
+	}
 	waves := j.planWaves(sorted, fileOf, memRow)
 	rank := make([]uint32, j.total)
 	for r, k := range sorted {

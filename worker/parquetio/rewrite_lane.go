@@ -14,6 +14,7 @@ import (
 type lane struct {
 	leaf  *leafDesc
 	enc   *columnEncoder
+	sink  func(*columnBatch) error // when set, batches go here instead of enc (permute.go)
 	files []*File
 	plans []*inputPlan
 	rb    *readBuffers
@@ -81,7 +82,7 @@ func (l *lane) nulls(n int64) error {
 		if l.leaf.maxRep > 0 {
 			b.reps = l.zeros[:k]
 		}
-		if err := l.enc.write(b); err != nil {
+		if err := l.write(b); err != nil {
 			return err
 		}
 		n -= int64(k)
@@ -249,7 +250,7 @@ func (l *lane) emit(p *rawPage, src *leafSource, i0, i1, v0, nv int, first int64
 		}
 		b.valueSlices = subValues(vals, l.leaf.phys, lo, hi)
 	}
-	return l.enc.write(b)
+	return l.write(b)
 }
 
 // countRecords counts the records a triplet run touches (a leading continuation counts its record).

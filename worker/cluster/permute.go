@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
+)
+
+// columnarFits reports whether the inputs, decoded column by column, fit the memory limit with the
+// garbage collector's headroom: then parquetio.Permute sorts them at column speed in one pass.
+// Dictionary-encoded pages expand when decoded, hence the factor on the uncompressed page sizes.
+func (j *rewriteJob) columnarFits() bool {
+	need := float64(j.total) * 24 // keys and the order
+	for _, in := range j.ins {
+		need += 2*float64(in.uncompressed) + float64(in.live)*float64(j.l.leafColumns)*8
+	}
+	return need <= float64(j.opts.MemoryLimit)/2
+}
+
+// permute writes the outputs with parquetio.Permute: the physical-row path, used when row ids need no
+// rewriting (the materialized row-tracking columns are computed per row on the logical path).
+func (j *rewriteJob) permute(ctx context.Context, sorted []rowKey, starts []int) ([]*delta.AddFile, error) {
+	store := j.l.snap.Table().Store()
+	inputs := make([]parquetio.RewriteInput, len(j.ins))
+	defer func() {
+		for _, in := range inputs {
+			if in.File != nil {
+				in.File.Close()
+			}
+		}
+	}()
+	for i, in := range j.ins {
+		r, err := store.Open(ctx, in.key)
+		if err != nil {
+			return nil, fmt.Errorf("open data file %s: %w", in.add.Path, err)
+		}
+		inputs[i] = parquetio.RewriteInput{File: r, Deleted: in.deleted}
+	}
+	order := make([]uint32, len(sorted))
+	for r, k := range sorted {
+		order[r] = k.row
+	}
+	var mu sync.Mutex
+	keys := make([]string, len(starts))
+	create := func(i int) (storage.Writer, error) {
+		key, w, err := j.out.create(ctx, i)
+		mu.Lock()
+		keys[i] = key
+		mu.Unlock()
+		return w, err
+	}
+	res, err := parquetio.Permute(ctx, inputs, order, starts, create, parquetio.RewriteOptions{
+		Schema: j.l.schema, MatchFieldIDs: j.l.matchIDs, Writer: j.l.writer, Parallelism: j.parallelism(),
+	})
+	if err != nil {
+		if errors.Is(err, parquetio.ErrPermuteUnsupported) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cluster %d files: %w", len(j.ins), err)
+	}
+	adds := make([]*delta.AddFile, len(res.Files))
+	for k, wr := range res.Files {
+		if adds[k], err = j.out.addFile(keys[k], wr); err != nil {
+			return nil, err
+		}
+	}
+	return adds, nil
+}

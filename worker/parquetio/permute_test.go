@@ -1,0 +1,92 @@
+package parquetio
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// indexedSink collects outputs created in any order, as Permute writes them concurrently.
+type indexedSink struct {
+	mu   sync.Mutex
+	outs map[int]*memWriter
+}
+
+func (s *indexedSink) create(i int) (storage.Writer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.outs == nil {
+		s.outs = map[int]*memWriter{}
+	}
+	if _, dup := s.outs[i]; dup {
+		return nil, fmt.Errorf("output %d created twice", i)
+	}
+	w := &memWriter{}
+	s.outs[i] = w
+	return w, nil
+}
+
+func TestPermute_WritesEveryLiveRowInTheGivenOrderWithExactStatistics(t *testing.T) {
+	schema := allTypesSchema()
+	cases := makeInputs(t, schema, 6, 300, 7)
+	live := liveRows(cases)
+	cuts := []struct {
+		name   string
+		starts []int
+	}{
+		{"one output", []int{0}},
+		{"uneven outputs", []int{0, 1, 250, 900}},
+	}
+	for _, par := range []int{1, 3} {
+		for _, cut := range cuts {
+			t.Run(fmt.Sprintf("%s, parallelism %d", cut.name, par), func(t *testing.T) {
+				order := make([]uint32, len(live))
+				for i := range order {
+					order[i] = uint32(i)
+				}
+				rand.New(rand.NewPCG(uint64(par), 3)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+				var sink indexedSink
+				res, err := Permute(context.Background(), rewriteInputs(cases), order, cut.starts, sink.create, RewriteOptions{
+					Schema: schema, Parallelism: par, Writer: WriterOptions{RowGroupBytes: 20 << 10, PageBytes: 4096},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Rows != int64(len(live)) || len(res.Files) != len(cut.starts) {
+					t.Fatalf("result: %d rows in %d files, want %d in %d", res.Rows, len(res.Files), len(live), len(cut.starts))
+				}
+				for k, start := range cut.starts {
+					end := len(order)
+					if k+1 < len(cut.starts) {
+						end = cut.starts[k+1]
+					}
+					want := make([]types.Struct, 0, end-start)
+					for _, g := range order[start:end] {
+						want = append(want, live[g])
+					}
+					w := sink.outs[k]
+					if w == nil || !w.closed {
+						t.Fatalf("output %d missing or not closed", k)
+					}
+					assertRowsEqual(t, want, readAll(t, openBytes(t, w.Bytes()), schema, ReadOptions{}))
+					assertStats(t, schema, want, res.Files[k])
+				}
+			})
+		}
+	}
+}
+
+func TestPermute_RejectsAnOrderThatDoesNotCoverTheRows(t *testing.T) {
+	schema := allTypesSchema()
+	cases := makeInputs(t, schema, 2, 50, 1)
+	var sink indexedSink
+	_, err := Permute(context.Background(), rewriteInputs(cases), []uint32{0, 1}, []int{0}, sink.create, RewriteOptions{Schema: schema})
+	if err == nil || len(sink.outs) != 0 {
+		t.Fatalf("err = %v, %d outputs; want an error before anything is written", err, len(sink.outs))
+	}
+}
