@@ -1,7 +1,7 @@
 // Command rewrite compacts a directory of Parquet files into one file with parquetio.Rewrite — the
 // "ours" side of the compaction benchmark. It does not link DuckDB, so its peak RSS is the engine's.
 //
-//	rewrite -in DIR -out FILE -threads N [-level 3] [-rowgroup-mb 16] [-cpuprofile F] [-memprofile F]
+//	rewrite -in DIR -out FILE -threads N [-level 3] [-rowgroup-mb 16] [-page-kb 1024] [-cpuprofile F] [-memprofile F]
 //
 // The schema comes from the first input file, as a table's schema would come from its log.
 package main
@@ -27,6 +27,7 @@ func main() {
 	threads := flag.Int("threads", 2, "Parallelism")
 	level := flag.Int("level", 0, "zstd level (0: parquetio's default)")
 	rowGroupMB := flag.Int("rowgroup-mb", 0, "row group size in MB (0: parquetio's default)")
+	pageKB := flag.Int("page-kb", 0, "page size in KiB (0: parquetio's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
 	memprofile := flag.String("memprofile", "", "write an allocation profile")
 	flag.Parse()
@@ -62,7 +63,8 @@ func main() {
 		})
 	}
 	start := time.Now()
-	res, err := run(files, *out, *threads, int64(*rowGroupMB)<<20, *level)
+	opts := parquetio.WriterOptions{Codec: "zstd", CompressionLevel: *level, RowGroupBytes: int64(*rowGroupMB) << 20, PageBytes: *pageKB << 10}
+	res, err := run(files, *out, *threads, opts)
 	if err != nil {
 		log.Fatalf("rewrite: %v", err)
 	}
@@ -76,7 +78,7 @@ func main() {
 		len(files), res.Rows, res.Files[0].Bytes, res.GeneralInputs, time.Since(start).Round(time.Millisecond))
 }
 
-func run(files []string, out string, threads int, rowGroupBytes int64, level int) (*parquetio.RewriteResult, error) {
+func run(files []string, out string, threads int, opts parquetio.WriterOptions) (*parquetio.RewriteResult, error) {
 	ctx := context.Background()
 	var inputs []parquetio.RewriteInput
 	for _, p := range files {
@@ -104,6 +106,6 @@ func run(files []string, out string, threads int, rowGroupBytes int64, level int
 	return parquetio.Rewrite(ctx, inputs, create, parquetio.RewriteOptions{
 		Schema:      schema,
 		Parallelism: threads,
-		Writer:      parquetio.WriterOptions{Codec: "zstd", CompressionLevel: level, RowGroupBytes: rowGroupBytes},
+		Writer:      opts,
 	})
 }
