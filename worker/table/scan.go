@@ -54,8 +54,8 @@ type Scan struct {
 }
 
 // NewScan plans a scan: checks that deltakeeper can read the table (the features gate), resolves the
-// projection, binds the predicate and skips files. Files are read in the snapshot's order (sorted by
-// path), so two scans of one snapshot return rows in the same order.
+// projection, binds the predicate and skips files. Files are read in the snapshot's order (the log's,
+// deterministic for a version), so two scans of one snapshot return rows in the same order.
 func NewScan(snap *delta.Snapshot, opts ScanOptions) (*Scan, error) {
 	if err := snap.CheckOperation(delta.OpRead); err != nil {
 		return nil, err
