@@ -20,8 +20,9 @@ type AppendResult struct {
 
 // Append writes rows (logical, table column order) as new files and commits them as one blind append
 // (commitInfo.operation "WRITE", mode Append) on top of snap. When the commit certainly did not land
-// (a conflict, or nothing was attempted) the new files are deleted again; when its outcome is unknown
-// (a storage error during the commit) they are left for VACUUM, because the log may reference them.
+// the new files are deleted again; when its outcome is unknown (delta.ErrCommitOutcomeUnknown) the
+// commit is looked up by transaction id, and if it cannot be found the files are left for VACUUM,
+// because the log may still reference them.
 func Append(ctx context.Context, snap *delta.Snapshot, rows []types.Struct, opts WriteOptions) (*AppendResult, error) {
 	opts.DataChange = true
 	tx, err := snap.Begin(delta.OpAppend, delta.TxnOptions{Operation: "WRITE",
@@ -49,10 +50,16 @@ func Append(ctx context.Context, snap *delta.Snapshot, rows []types.Struct, opts
 	tx.SetMetric("numOutputRows", int64(len(rows)))
 	tx.SetMetric("numOutputBytes", bytes)
 	res, err := tx.Commit(ctx)
-	if err != nil {
-		if errors.Is(err, delta.ErrConcurrentModification) || errors.Is(err, delta.ErrCommitRetriesExhausted) {
-			err = errors.Join(err, w.Abort(ctx))
+	if errors.Is(err, delta.ErrCommitOutcomeUnknown) {
+		// The commit may have landed: look for it before reporting failure, and never delete files
+		// the log may reference.
+		if v, found, ferr := snap.Table().FindCommit(ctx, tx.TxnID(), snap.Version()+1); ferr == nil && found {
+			res, err = &delta.CommitResult{Version: v, Attempts: 1}, nil
 		}
+	} else if err != nil {
+		err = errors.Join(err, w.Abort(ctx)) // the commit certainly did not land
+	}
+	if err != nil {
 		return nil, fmt.Errorf("append %d rows to %s: %w", len(rows), snap.Table().Location(), err)
 	}
 	return &AppendResult{Commit: res, Files: adds, Rows: int64(len(rows))}, nil

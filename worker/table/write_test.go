@@ -482,3 +482,30 @@ func TestScan_DeliversRowsInFileOrderWhateverTheParallelism(t *testing.T) {
 		t.Errorf("err = %v, want the callback's", err)
 	}
 }
+
+// failingCommits makes every commit write fail, as a lost race or a refused write would.
+type failingCommits struct{ storage.Store }
+
+func (failingCommits) PutIfAbsent(context.Context, string, []byte) error {
+	return errors.New("injected: the commit write failed before reaching storage")
+}
+
+func TestAppend_DeletesItsFilesWhenTheCommitDoesNotLand(t *testing.T) {
+	store, dir := newStore(t)
+	if _, _, err := tabletest.Create(t.Context(), store, tabletest.AllTypesSchema(), []string{"part"}, delta.ColumnMappingNone, nil); err != nil {
+		t.Fatal(err)
+	}
+	broken, err := delta.NewTable(failingCommits{store}).Latest(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := table.Append(t.Context(), broken, tabletest.AllTypesRows(30), table.WriteOptions{}); err == nil {
+		t.Fatal("append succeeded although every commit write fails")
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			t.Errorf("failed append left %s", p)
+		}
+		return nil
+	})
+}
