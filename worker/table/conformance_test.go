@@ -215,7 +215,7 @@ func compareWithShift(ctx context.Context, snap *delta.Snapshot, want *expectedR
 	for q := -56; q <= 56; q++ {
 		shifted := shiftTimestamps(want.rows, int64(q)*15*60*1_000_000)
 		if multisetDiff(want.columns, got, shifted) == nil {
-			return fmt.Sprintf(" (expected file written in a UTC%+.2fh session zone: timestamps compared as instants after that shift)", float64(-q)/4), nil
+			return fmt.Sprintf(" (expected file written in a UTC%+.2fh session zone: timestamps compared as instants after that shift)", float64(q)/4), nil
 		}
 	}
 	return "", diff
