@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"math"
+	"runtime/debug"
 
 	"github.com/spf13/pflag"
 
+	"github.com/deltakeeper/deltakeeper/worker/cluster"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/optimize"
 	"github.com/deltakeeper/deltakeeper/worker/result"
@@ -37,20 +39,32 @@ func (f *clusterFlags) changed(fs *pflag.FlagSet) string {
 	return ""
 }
 
-// runClustering clusters a clustered table incrementally (or fully), and runZOrder Z-orders the
-// selected partitions of an unclustered one. Both belong to worker/cluster (cluster.Optimize and
-// cluster.ZOrder), which this build does not provide yet: they refuse instead of rewriting, so
-// nothing is written to a table whose layout deltakeeper would otherwise degrade.
-func runClustering(_ context.Context, snap *delta.Snapshot, _ clusterFlags, _ optimize.Options, _ func(string)) (*result.Op, error) {
-	return nil, notAvailable(snap, "incremental clustering of a clustered table")
+// runClustering clusters a clustered table incrementally (or fully, with --full) through
+// worker/cluster, and runZOrder Z-orders the selected partitions of an unclustered one. The
+// compaction options that apply carry over: target size, parallelism, dry run, and --where for Z-order.
+func runClustering(ctx context.Context, snap *delta.Snapshot, cf clusterFlags, opts optimize.Options, progress func(string)) (*result.Op, error) {
+	return cluster.Optimize(ctx, snap.Table(), snap, clusterOptions(cf, opts), progress)
 }
 
-func runZOrder(_ context.Context, snap *delta.Snapshot, _ []string, _ optimize.Options, _ func(string)) (*result.Op, error) {
-	return nil, notAvailable(snap, "Z-ordering (--zorder-by)")
+func runZOrder(ctx context.Context, snap *delta.Snapshot, columns []string, opts optimize.Options, progress func(string)) (*result.Op, error) {
+	return cluster.ZOrder(ctx, snap.Table(), snap, columns, opts.Where, clusterOptions(defaultClusterFlags(), opts), progress)
 }
 
-func notAvailable(snap *delta.Snapshot, what string) error {
-	return result.Refuse(result.ReasonUnsupportedFeature, fmt.Errorf(
-		"table %s: %s is not available in this build of deltakeeper yet; nothing was changed (compaction without --zorder-by works on unclustered tables)",
-		snap.Table().Location(), what))
+func clusterOptions(cf clusterFlags, opts optimize.Options) cluster.Options {
+	return cluster.Options{
+		TargetFileSize: opts.TargetFileSize, Full: cf.full, AutoRecluster: cf.autoRecluster,
+		MinOffendingFiles: cf.minOffendingFiles, MinOverlapThreshold: cf.minOverlapThreshold,
+		MemoryLimit: sortMemory(), Parallelism: opts.Parallelism, DryRun: opts.DryRun,
+	}
+}
+
+// sortMemory is the clustering sort's memory budget: half of the Go memory limit when one is set (a
+// Job's GOMEMLIMIT, below its container limit), so that sorting spills instead of getting the pod
+// killed; the package default otherwise.
+func sortMemory() int64 {
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 {
+		return 0
+	}
+	return max(limit/2, 16<<20)
 }

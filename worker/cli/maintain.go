@@ -185,13 +185,16 @@ func maintainLayout(e *env, tbl *delta.Table, f *maintainFlags, opts optimize.Op
 			Message: "the table has no clustering columns; nothing to cluster (declare them with inspect --cluster-by)"}, nil
 	}
 	op, rep, err := optimizeStep(e, snap, opts, zorder, f.clu)
-	if rep != nil {
-		fmt.Fprint(e.text, optimizeText(tbl.Location(), rep))
-	}
 	if op == nil {
 		op = &result.Op{}
 	}
 	op.Name = name
+	switch {
+	case rep != nil:
+		fmt.Fprint(e.text, optimizeText(tbl.Location(), rep))
+	case err == nil:
+		fmt.Fprint(e.text, stepText(tbl.Location(), op))
+	}
 	return op, err
 }
 

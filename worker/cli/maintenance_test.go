@@ -91,8 +91,7 @@ func TestOptimizeCommand_RefusesWhatItCannotDoWithoutWriting(t *testing.T) {
 		{"a malformed --where", []string{loc, "--where", "order_date >"}, "--where"},
 		{"a malformed size", []string{loc, "--target-file-size", "big"}, "--target-file-size"},
 		{"Z-order on a clustered table", []string{clustered, "--zorder-by", "amount"}, "is clustered"},
-		{"clustering a clustered table", []string{clustered}, "not available"},
-		{"Z-order", []string{loc, "--zorder-by", "amount"}, "not available"},
+		{"Z-order by a partition column", []string{loc, "--zorder-by", "order_date"}, "order_date"},
 		{"a missing table", []string{filepath.Join(t.TempDir(), "nothing")}, "not a Delta table"},
 	}
 	for _, c := range cases {
@@ -105,6 +104,39 @@ func TestOptimizeCommand_RefusesWhatItCannotDoWithoutWriting(t *testing.T) {
 			}
 			if !slices.Equal(listTree(t, c.args[0]), before) {
 				t.Fatal("a refused optimize wrote files")
+			}
+		})
+	}
+}
+
+func TestOptimizeCommand_DispatchesClusteredTablesAndZOrderToClustering(t *testing.T) {
+	plain := filepath.Join(t.TempDir(), "orders")
+	demoTable(t, plain, 8, 200, "--partitioned")
+	clustered := filepath.Join(t.TempDir(), "clustered")
+	demoTable(t, clustered, 8, 200)
+	if _, errOut, code := execute(t, newInspectCmd, clustered, "--cluster-by", "region"); code != 0 {
+		t.Fatal(errOut)
+	}
+	cases := []struct {
+		name, loc string
+		cmd       func(Mode) *cobra.Command
+		args      []string
+		steps     string
+	}{
+		{"optimize of a clustered table clusters it", clustered, newOptimizeCmd, nil, "cluster:succeeded"},
+		{"optimize --zorder-by Z-orders", plain, newOptimizeCmd, []string{"--zorder-by", "customer_id,amount"}, "optimize:succeeded"},
+		{"maintain --optimize --cluster clusters once", clustered, newMaintainCmd, []string{"--optimize", "--cluster"}, "cluster:nothing_to_do"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rows := canonicalScan(t, c.loc)
+			out, errOut, code := executeAs(t, Job, c.cmd, append([]string{c.loc, "-o", "json"}, c.args...)...)
+			r := decodeResult(t, out)
+			if code != 0 || opNames(r) != c.steps {
+				t.Fatalf("exit %d, steps %q (want %q): %s %s", code, opNames(r), c.steps, out, errOut)
+			}
+			if got := canonicalScan(t, c.loc); !slices.Equal(got, rows) {
+				t.Fatal("the rows changed")
 			}
 		})
 	}

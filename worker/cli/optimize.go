@@ -132,8 +132,11 @@ func optimizeCommand(e *env, location string, f *optimizeFlags, dryRun bool) (*r
 			res.Outcome = result.NothingToDo
 		}
 	}
-	if rep != nil {
+	switch {
+	case rep != nil:
 		fmt.Fprint(e.text, optimizeText(location, rep))
+	case op != nil:
+		fmt.Fprint(e.text, stepText(location, op))
 	}
 	describeTable(e.ctx, tbl, res)
 	return res, tableError(err)
@@ -152,16 +155,24 @@ func optimizeStep(e *env, snap *delta.Snapshot, opts optimize.Options, zorder []
 		return nil, nil, badArg("table %s is clustered; --zorder-by applies to unclustered tables only (clustered tables are optimized by their clustering columns)", snap.Table().Location())
 	case clustered:
 		op, err := runClustering(e.ctx, snap, cf, opts, progress)
-		return op, nil, err
+		return renamed(op, "cluster"), nil, err
 	case len(zorder) > 0:
+		// Z-order is OPTIMIZE … ZORDER BY: reported as the optimize step, as the operator counts it.
 		op, err := runZOrder(e.ctx, snap, zorder, opts, progress)
-		return op, nil, err
+		return renamed(op, "optimize"), nil, err
 	}
 	rep, err := optimize.RunSnapshot(e.ctx, snap, opts, progress)
 	if rep == nil {
 		return nil, nil, err
 	}
 	return &rep.Op, rep, err
+}
+
+func renamed(op *result.Op, name string) *result.Op {
+	if op != nil {
+		op.Name = name
+	}
+	return op
 }
 
 func isClustered(snap *delta.Snapshot) (bool, error) {
@@ -212,6 +223,21 @@ func optimizeText(location string, r *optimize.Report) string {
 		b.WriteString("  the outcome of the last commit is unknown: its new files were kept; VACUUM removes them if it did not land\n")
 	}
 	return b.String()
+}
+
+// stepText is the human summary of a clustering or Z-order step.
+func stepText(location string, op *result.Op) string {
+	s := fmt.Sprintf("%s %s: %s", op.Name, location, op.Outcome)
+	if op.FilesAdded != 0 || op.FilesRemoved != 0 {
+		s += fmt.Sprintf(", removed %d files (%s), added %d files (%s)", op.FilesRemoved, humanBytes(op.BytesRemoved), op.FilesAdded, humanBytes(op.BytesAdded))
+	}
+	if op.Version != nil {
+		s += fmt.Sprintf(" in version %d", *op.Version)
+	}
+	if op.Message != "" {
+		s += "; " + op.Message
+	}
+	return s + "\n"
 }
 
 func estimateOutputs(p *optimize.Plan) int64 {

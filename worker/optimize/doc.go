@@ -17,7 +17,9 @@
 //     itself. When a winner conflicts (a concurrent compaction, DELETE or MERGE took some inputs),
 //     the batch is retried on the new snapshot with the bins whose inputs are all still live — Spark's
 //     rule, applied per bin instead of per batch — and the other bins are dropped, their outputs
-//     deleted and reported.
+//     deleted and reported. The transaction's read set is exactly the compacted files (no partition
+//     predicate is registered, unlike Spark): a compaction's result depends on nothing else, so a
+//     concurrent commit adding files to the same partitions never invalidates it.
 //
 // Output files are deleted whenever their commit certainly did not land; when the outcome of a
 // commit is unknown (a storage timeout that could not be resolved) they are left for VACUUM, because
