@@ -79,5 +79,5 @@ func (o Options) withDefaults() (Options, error) {
 }
 
 func (o Options) overlap() OverlapOptions {
-	return OverlapOptions{MinOverlapThreshold: o.MinOverlapThreshold, MinOffendingFiles: o.MinOffendingFiles}
+	return OverlapOptions{MinOverlapThreshold: o.MinOverlapThreshold, MinOffendingFiles: o.MinOffendingFiles, SizeAware: true}
 }

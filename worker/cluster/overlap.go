@@ -17,6 +17,12 @@ type OverlapOptions struct {
 	MinOverlapThreshold float64
 	// MinOffendingFiles: the smallest group of mutually overlapping files worth reclustering; ≥ 2, default 4.
 	MinOffendingFiles int
+	// SizeAware measures each column's intersection against the longer of the two ranges instead of the
+	// shorter: a file then only overlaps files of about its own extent, so a wide file of fresh data
+	// never drags the narrow, well-clustered files beneath it into a rewrite. Stacks of similar files
+	// merge with each other instead, tier by tier, as in a size-tiered LSM tree; incremental clustering
+	// uses it.
+	SizeAware bool
 }
 
 // Validate checks the options' bounds.
@@ -47,19 +53,21 @@ func OverlapGroups(boxes []Box, opts OverlapOptions) ([][]int, error) {
 	if len(boxes) < opts.MinOffendingFiles {
 		return nil, nil
 	}
-	ranks, ok, err := rankBoxes(boxes)
+	ranks, ok, err := rankBoxes(boxes, opts.SizeAware)
 	if err != nil {
 		return nil, err
 	}
-	adj := overlapGraph(ranks, ok, opts.MinOverlapThreshold)
+	adj := overlapGraph(ranks, ok, opts.MinOverlapThreshold, opts.SizeAware)
 	return greedyCliques(adj, opts.MinOffendingFiles), nil
 }
 
-// rankedRange is a range in a column's rank space.
-type rankedRange struct{ lo, hi int }
+// rankedRange is a range in a column's rank space (or value space, see rankBoxes).
+type rankedRange struct{ lo, hi float64 }
 
 // rankBoxes converts every box to rank space, column by column; ok[i] is false for boxes missing a bound.
-func rankBoxes(boxes []Box) ([][]rankedRange, []bool, error) {
+// With valueSpace, columns of numbers and times use their values instead: the size-aware score compares
+// extents, and with few files a rank or two of difference at the edges would look like a large one.
+func rankBoxes(boxes []Box, valueSpace bool) ([][]rankedRange, []bool, error) {
 	dims := len(boxes[0].Bounds)
 	ranks := make([][]rankedRange, len(boxes))
 	ok := make([]bool, len(boxes))
@@ -83,6 +91,16 @@ func rankBoxes(boxes []Box) ([][]rankedRange, []bool, error) {
 		if len(col) == 0 {
 			continue
 		}
+		if valueSpace && allNumeric(col) {
+			for i, b := range boxes {
+				if ok[i] {
+					lo, _ := numeric(b.Bounds[c].Min)
+					hi, _ := numeric(b.Bounds[c].Max)
+					ranks[i][c] = rankedRange{min(lo, hi), max(lo, hi)}
+				}
+			}
+			continue
+		}
 		distinct, err := sortedDistinct(col)
 		if err != nil {
 			return nil, nil, fmt.Errorf("clustering column %d: %w", c, err)
@@ -90,7 +108,7 @@ func rankBoxes(boxes []Box) ([][]rankedRange, []bool, error) {
 		for i, b := range boxes {
 			if ok[i] {
 				lo, hi := rankOf(distinct, b.Bounds[c].Min), rankOf(distinct, b.Bounds[c].Max)
-				ranks[i][c] = rankedRange{min(lo, hi), max(lo, hi)}
+				ranks[i][c] = rankedRange{float64(min(lo, hi)), float64(max(lo, hi))}
 			}
 		}
 	}
@@ -99,7 +117,7 @@ func rankBoxes(boxes []Box) ([][]rankedRange, []bool, error) {
 
 // overlapGraph returns, for each box, the boxes it overlaps. Candidate pairs come from a sweep over the first
 // column, so disjoint layouts cost O(n log n).
-func overlapGraph(ranks [][]rankedRange, ok []bool, threshold float64) [][]int {
+func overlapGraph(ranks [][]rankedRange, ok []bool, threshold float64, sizeAware bool) [][]int {
 	var order []int
 	for i := range ranks {
 		if ok[i] {
@@ -113,7 +131,7 @@ func overlapGraph(ranks [][]rankedRange, ok []bool, threshold float64) [][]int {
 			if ranks[b][0].lo > ranks[a][0].hi {
 				break
 			}
-			if score(ranks[a], ranks[b]) > threshold {
+			if score(ranks[a], ranks[b], sizeAware) > threshold {
 				adj[a] = append(adj[a], b)
 				adj[b] = append(adj[b], a)
 			}
@@ -126,10 +144,10 @@ func overlapGraph(ranks [][]rankedRange, ok []bool, threshold float64) [][]int {
 }
 
 // score is Π_c ov_c(a, b).
-func score(a, b []rankedRange) float64 {
+func score(a, b []rankedRange, sizeAware bool) float64 {
 	s := 1.0
 	for c := range a {
-		s *= overlap1D(a[c], b[c])
+		s *= overlap1D(a[c], b[c], sizeAware)
 		if s == 0 {
 			return 0
 		}
@@ -137,16 +155,30 @@ func score(a, b []rankedRange) float64 {
 	return s
 }
 
-func overlap1D(a, b rankedRange) float64 {
+func overlap1D(a, b rankedRange, sizeAware bool) float64 {
 	lo, hi := max(a.lo, b.lo), min(a.hi, b.hi)
 	if lo > hi {
 		return 0
 	}
-	shorter := min(a.hi-a.lo, b.hi-b.lo)
-	if shorter == 0 {
-		return 1 // a point range inside the other range
+	norm := min(a.hi-a.lo, b.hi-b.lo)
+	if sizeAware {
+		norm = max(a.hi-a.lo, b.hi-b.lo)
 	}
-	return float64(hi-lo) / float64(shorter)
+	if norm == 0 {
+		return 1 // two equal points, or (by the shorter) a point range inside the other range
+	}
+	return (hi - lo) / norm
+}
+
+func allNumeric(col []Bounds) bool {
+	for _, b := range col {
+		_, okMin := numeric(b.Min)
+		_, okMax := numeric(b.Max)
+		if !okMin || !okMax {
+			return false
+		}
+	}
+	return true
 }
 
 // greedyCliques grows a clique from each best-connected file in turn: a neighbour joins only if it overlaps

@@ -75,7 +75,7 @@ func TestOverlap1D_TreatsPointRangesAsOverlappedWhenInside(t *testing.T) {
 		{rankedRange{0, 4}, rankedRange{0, 100}, 1},
 	}
 	for _, tc := range cases {
-		if got := overlap1D(tc.a, tc.b); got != tc.want {
+		if got := overlap1D(tc.a, tc.b, false); got != tc.want {
 			t.Errorf("overlap1D(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 		}
 	}
@@ -86,9 +86,45 @@ func TestOverlapGroups_SkipsFilesWithoutBoundsAndRejectsBadOptions(t *testing.T)
 	if g, _ := OverlapGroups(boxes, defaults); len(g) != 0 {
 		t.Fatalf("a file without statistics joined a group: %v", g)
 	}
-	for _, o := range []OverlapOptions{{0.25, 4}, {1.1, 4}, {0.75, 1}} {
+	for _, o := range []OverlapOptions{{MinOverlapThreshold: 0.25, MinOffendingFiles: 4}, {MinOverlapThreshold: 1.1, MinOffendingFiles: 4}, {MinOverlapThreshold: 0.75, MinOffendingFiles: 1}} {
 		if _, err := OverlapGroups(boxes, o); err == nil {
 			t.Errorf("options %+v accepted", o)
 		}
+	}
+}
+
+func TestOverlapGroups_SizeAwareMergesStacksOfSimilarFilesOnly(t *testing.T) {
+	// A clean grid, then four appends that each span the whole range (fresh data clustered on its own).
+	var boxes []Box
+	for x := int64(0); x < 4; x++ {
+		for y := int64(0); y < 4; y++ {
+			boxes = append(boxes, box2(x*25, x*25+24, y*25, y*25+24))
+		}
+	}
+	for range 4 {
+		boxes = append(boxes, box2(0, 99, 0, 99))
+	}
+	cases := []struct {
+		name      string
+		sizeAware bool
+		want      []int
+	}{
+		// By the shorter range, every wide file covers every grid file: a grid file is pulled in.
+		{"by the shorter range", false, []int{0, 16, 17, 18, 19}},
+		// Size-aware, a wide file overlaps only the other wide files: the grid stays as it is.
+		{"size-aware", true, []int{16, 17, 18, 19}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := defaults
+			opts.SizeAware = tc.sizeAware
+			groups, err := OverlapGroups(boxes, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(groups) != 1 || !slices.Equal(groups[0], tc.want) {
+				t.Fatalf("groups = %v, want [%v]", groups, tc.want)
+			}
+		})
 	}
 }

@@ -77,14 +77,15 @@ func Permute(ctx context.Context, inputs []RewriteInput, order []uint32, starts 
 	if err := p.decode(ctx, inputs); err != nil {
 		return nil, fmt.Errorf("permute: %w", err)
 	}
-	// Row groups of about RowGroupBytes, estimated from the inputs' stored bytes per row.
+	// Row groups of about RowGroupBytes, estimated from the inputs' stored bytes per row, and of at least
+	// two dictionary probes (the encoder decides between dictionary and PLAIN after probeValues values).
 	target := opts.Writer.RowGroupBytes
 	if target <= 0 {
 		target = DefaultRewriteRowGroupBytes
 	}
 	p.groupRows = 1 << 20
 	if len(order) > 0 && storedBytes > 0 {
-		p.groupRows = max(1024, int(float64(target)/(float64(storedBytes)/float64(len(order)))))
+		p.groupRows = max(2*cfg.dict.probeValues, int(float64(target)/(float64(storedBytes)/float64(len(order)))))
 	}
 	if opts.Writer.RowGroupRows > 0 {
 		p.groupRows = min(p.groupRows, int(opts.Writer.RowGroupRows))
