@@ -32,7 +32,7 @@ var conformanceRefusals = map[string]string{
 }
 
 // TestConformance_OptimizeAndVacuumKeepEveryReferenceTableReadable compacts, then vacuums with a zero
-// retention, a copy of every table of the shared conformance corpus (Spark, Databricks, delta-rs,
+// retention, then checkpoints and cleans up the log of, a copy of every table of the shared conformance corpus (Spark, Databricks, delta-rs,
 // kernel-rs, DAT). Rows are compared as multisets with the rows our scan returned before — which
 // the table package's conformance test checks against the reference implementations' expected
 // rows — so equal here means equal to the expected rows. Tables deltakeeper must refuse, and the
@@ -129,13 +129,40 @@ func optimizeConformanceCopy(t *testing.T, root, role, refusal string) (string, 
 	if err := sameAs(t, tbl, before, "vacuum"); err != nil {
 		return "", err
 	}
+	// A checkpoint of the latest version, then log cleanup 40 days later: everything before that
+	// checkpoint goes (sidecars included), and the latest version still reads the same.
+	later := delta.NewTable(store, delta.WithClock(clockAt(time.Now().AddDate(0, 0, 40))))
+	snap, err := later.Latest(t.Context())
+	if err != nil {
+		return "", err
+	}
+	if snap.CheckpointVersion() != snap.Version() {
+		if err := later.Checkpoint(t.Context(), snap); err != nil {
+			return "", fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	cleaned, err := later.CleanupLog(t.Context())
+	if err != nil {
+		return "", fmt.Errorf("log cleanup: %w", err)
+	}
+	if cleaned.OldestKept != snap.Version() && snap.Version() > 0 {
+		return "", fmt.Errorf("log cleanup kept version %d onwards, want the new checkpoint %d (%s)", cleaned.OldestKept, snap.Version(), cleaned.Skipped)
+	}
+	if err := sameAs(t, tbl, before, "checkpoint and log cleanup"); err != nil {
+		return "", err
+	}
 	outcome := "OK"
 	if rep.Op.Outcome == result.NothingToDo {
 		outcome = "OK (nothing to compact)"
 	}
-	return fmt.Sprintf("%s: %d rows; compacted %d→%d files, purged %d DV rows; vacuum deleted %d files",
-		outcome, len(before), rep.FilesRemoved, rep.FilesAdded, rep.RowsPurged, vrep.FilesDeleted), nil
+	return fmt.Sprintf("%s: %d rows; compacted %d→%d files, purged %d DV rows; vacuum deleted %d files; log cleanup deleted %d",
+		outcome, len(before), rep.FilesRemoved, rep.FilesAdded, rep.RowsPurged, vrep.FilesDeleted, len(cleaned.Deleted)), nil
 }
+
+// clockAt is a fixed delta.Clock.
+type clockAt time.Time
+
+func (c clockAt) Now() time.Time { return time.Time(c) }
 
 func refused(err error) bool {
 	o, _ := classify(err)
