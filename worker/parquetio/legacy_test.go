@@ -50,9 +50,29 @@ type rawColumn struct {
 // writeRaw writes one row group of hand-made columns with the package's encoders.
 func writeRaw(t *testing.T, elems []format.SchemaElement, cols []rawColumn) []byte {
 	t.Helper()
+	var out []byte
+	writeRawWith(t, elems, cols, WriterOptions{}, func(e *columnEncoder, c rawColumn) {
+		b := columnBatch{n: max(len(c.defs), len(c.reps)), defs: c.defs, reps: c.reps}
+		if b.n == 0 {
+			b.n = len(c.i32) + len(c.i64) + len(c.strs)
+		}
+		b.i32, b.i64 = c.i32, c.i64
+		for _, s := range c.strs {
+			b.appendBytes([]byte(s))
+		}
+		if err := e.write(&b); err != nil {
+			t.Fatal(err)
+		}
+	}, &out)
+	return out
+}
+
+// writeRawWith writes one row group; feed hands each column's triplets to its encoder.
+func writeRawWith(t *testing.T, elems []format.SchemaElement, cols []rawColumn, opts WriterOptions, feed func(*columnEncoder, rawColumn), data *[]byte) {
+	t.Helper()
 	root := format.SchemaElement{Name: "schema", NumChildren: thrift.New(int32(countTop(elems)))}
 	out := &outputSchema{elements: append([]format.SchemaElement{root}, elems...)}
-	cfg, err := (&WriterOptions{}).config(len(cols))
+	cfg, err := opts.config(len(cols))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +83,8 @@ func writeRaw(t *testing.T, elems []format.SchemaElement, cols []rawColumn) []by
 		order := map[format.Type]orderKind{format.Int32: orderInt32, format.Int64: orderInt64, format.ByteArray: orderBytes}[c.phys]
 		leaf := &leafDesc{path: c.path, phys: c.phys, maxDef: c.maxDef, maxRep: c.maxRep, order: order}
 		out.leaves = append(out.leaves, leaf)
-		b := columnBatch{n: max(len(c.defs), len(c.reps)), defs: c.defs, reps: c.reps}
-		if b.n == 0 {
-			b.n = len(c.i32) + len(c.i64) + len(c.strs)
-		}
-		b.i32, b.i64 = c.i32, c.i64
-		for _, s := range c.strs {
-			b.appendBytes([]byte(s))
-		}
 		e := newColumnEncoder(leaf, cfg)
-		if err := e.write(&b); err != nil {
-			t.Fatal(err)
-		}
+		feed(e, c)
 		chunk, err := e.finishChunk()
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +97,7 @@ func writeRaw(t *testing.T, elems []format.SchemaElement, cols []rawColumn) []by
 	if _, err := fw.close(); err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	*data = buf.Bytes()
 }
 
 // countTop counts the top-level elements of a depth-first element list.
