@@ -190,6 +190,9 @@ func optimizeText(location string, r *optimize.Report) string {
 	files, bytes := p.Files()
 	fmt.Fprintf(&b, "optimize %s at version %d: %d live files considered, %d candidates (below %s or with too many deleted rows)\n",
 		location, p.Snapshot.Version(), p.ConsideredFiles, p.CandidateFiles, humanBytes(p.MinFileSize))
+	if p.Unreadable > 0 {
+		fmt.Fprintf(&b, "  %d candidates left alone: their paths lie outside the table's location\n", p.Unreadable)
+	}
 	switch {
 	case len(p.Bins) == 0:
 		b.WriteString("  nothing to compact\n")
