@@ -41,6 +41,11 @@ func (c *committer) commit(ctx context.Context, batch []*rewritten) error {
 		if len(batch) == 0 {
 			return nil
 		}
+		// Interrupted: do not start a commit whose outcome the cancellation would make unknown.
+		if err := ctx.Err(); err != nil {
+			abortAll(ctx, batch)
+			return fmt.Errorf("compaction interrupted before committing %d bins: %w", len(batch), context.Cause(ctx))
+		}
 		tx, err := c.transaction(batch)
 		if err != nil {
 			abortAll(ctx, batch)

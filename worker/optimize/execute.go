@@ -2,7 +2,6 @@ package optimize
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -34,19 +33,19 @@ func execute(ctx context.Context, p *Plan, opts Options, params map[string]strin
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bins := make(chan *Bin)
-	done := make(chan *rewritten, workers)
-	errs := make(chan error, workers)
+	// done carries every bin's outcome to the committer (this goroutine), errors included, so that
+	// after a failure nothing more is committed.
+	done := make(chan binOutcome, workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for b := range bins {
 				rw, err := rewriteBin(ctx, p, b, perBin)
+				done <- binOutcome{rw, err}
 				if err != nil {
-					errs <- err
 					cancel()
 					return
 				}
-				done <- rw
 			}
 		})
 	}
@@ -70,13 +69,21 @@ func execute(ctx context.Context, p *Plan, opts Options, params map[string]strin
 	var pending []*rewritten
 	var runErr error
 	finished, total := 0, len(p.Bins)
-	for rw := range done {
-		if runErr != nil {
-			abort(ctx, rw)
+	for o := range done {
+		switch {
+		case o.err != nil:
+			// The first failure is the cause; the other workers then fail with the cancellation.
+			if runErr == nil {
+				runErr = o.err
+			}
+			cancel()
+			continue
+		case runErr != nil:
+			abort(ctx, o.rw)
 			continue
 		}
 		finished++
-		pending = append(pending, rw)
+		pending = append(pending, o.rw)
 		progress(fmt.Sprintf("rewrote %d/%d bins, committed %d files", finished, total, rep.FilesRemoved))
 		if len(pending) < batch && finished < total {
 			continue
@@ -87,10 +94,6 @@ func execute(ctx context.Context, p *Plan, opts Options, params map[string]strin
 		}
 		pending = nil
 	}
-	close(errs)
-	for err := range errs {
-		runErr = errors.Join(runErr, err)
-	}
 	for _, rw := range pending {
 		abort(ctx, rw)
 	}
@@ -99,6 +102,11 @@ func execute(ctx context.Context, p *Plan, opts Options, params map[string]strin
 		runErr = fmt.Errorf("compaction interrupted after %d of %d bins: %w", finished, total, context.Cause(ctx))
 	}
 	return runErr
+}
+
+type binOutcome struct {
+	rw  *rewritten
+	err error
 }
 
 // rewriteBin streams one bin's files, deletion vectors applied, into new files of the table.

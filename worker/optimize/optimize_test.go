@@ -272,3 +272,27 @@ func TestOptimize_RefusesTablesWithRowTrackingBeforeWriting(t *testing.T) {
 		t.Fatal("the refused run wrote something")
 	}
 }
+
+func TestOptimize_InterruptedRunKeepsCommittedBatchesAndLeavesNoOrphans(t *testing.T) {
+	tbl := demoTable(t, localStore(t), 24, 100, true)
+	wantRows := latestRows(t, tbl)
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := 0
+	// The first bin commits on its own (batch size 1); the interruption comes with the second.
+	progress := func(string) {
+		if calls++; calls == 2 {
+			cancel()
+		}
+	}
+	rep, err := Run(ctx, tbl, Options{BatchSize: 1, Parallelism: 1}, progress)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("error %v, want an interruption", err)
+	}
+	if len(rep.Commits) != 1 || rep.Unknown || rep.Op.Outcome != result.Failed {
+		t.Fatalf("commits %v, op %+v", rep.Commits, rep.Op)
+	}
+	sameRows(t, "after the interrupted run", latestRows(t, tbl), wantRows)
+	if o := orphans(t, tbl); len(o) > 0 {
+		t.Fatalf("the interrupted run left files behind: %v", o)
+	}
+}
