@@ -23,6 +23,14 @@ esac
 [[ -d $DK_DIR ]] || { dk_log "nothing to do: no $DK_DIR"; exit 0; }
 BEFORE=$DK_RUN/host-before
 
+# 0. Helpers that scripts registered with dk_start next to the cluster (hack/e2e.sh's S3 server).
+core="containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet"
+for f in "$DK_RUN"/*.pid; do
+  [[ -f $f ]] || continue
+  name=$(basename "$f" .pid)
+  [[ " $core " == *" $name "* ]] || dk_stop "$name" 5
+done
+
 # 1. No new pods: controllers and scheduler first.
 dk_stop kube-controller-manager
 dk_stop kube-scheduler
@@ -48,18 +56,26 @@ if dk_pid containerd >/dev/null && [[ -S $DK_CTR_SOCK ]]; then
   done
 fi
 dk_stop containerd
-# Shims and containers that outlived containerd (it was killed, say): containerd recorded their pids in our
-# state directory. Only processes still running our shim or a container under our runc root are killed.
-for f in "$DK_STATE"/containerd/state/io.containerd.runtime.v2.task/*/*/{shim,init}.pid; do
-  [[ -f $f ]] || continue
-  pid=$(cat "$f")
-  [[ $pid =~ ^[0-9]+$ && -d /proc/$pid ]] || continue
-  bundle=$(dirname "$f")
-  # The shim runs with its bundle as working directory; a container's init has its rootfs there as root.
-  if [[ $(readlink "/proc/$pid/cwd") == "$bundle"* || $(readlink "/proc/$pid/root") == "$bundle"* ]]; then
-    dk_log "killing leftover $(basename "$f" .pid) process $pid of $(basename "$bundle")"
-    kill -KILL "$pid" 2>/dev/null
-  fi
+# Containers and shims that outlived containerd (a crashed run, say). containerd 1.6 records no shim pids, so
+# they are found by what is provably ours: container processes sit in the kubepods cgroups, which did not exist
+# before cluster-up.sh; a shim's working directory is its bundle in our containerd state.
+our_cgroups() { [[ -f $BEFORE/absent-paths ]] && grep '^/sys/fs/cgroup/' "$BEFORE/absent-paths"; }
+leftovers() {
+  local path p
+  for path in $(our_cgroups); do
+    [[ -d $path ]] && find "$path" -name cgroup.procs -exec cat {} + 2>/dev/null
+  done
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/cwd" 2>/dev/null) == "$DK_STATE/containerd/state/"* ]] && echo "${p#/proc/}"
+  done
+}
+for _ in 1 2 3; do
+  pids=$(leftovers | sort -un)
+  [[ -n $pids ]] || break
+  dk_log "killing leftover container and shim processes: $(tr '\n' ' ' <<<"$pids")"
+  # shellcheck disable=SC2086
+  kill -KILL $pids 2>/dev/null
+  sleep 1
 done
 
 # 4. Control plane.
@@ -132,7 +148,13 @@ rm -f /var/lib/cni/results/"$DK_CNI_NETWORK"-* 2>/dev/null
 
 # 9. Done: forget the host snapshot so the next cluster-up.sh takes a fresh one.
 leftover=0
-for name in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+if [[ -n $(leftovers) ]]; then dk_log "WARNING: container or shim processes remain: $(leftovers | sort -un | tr '\n' ' ')"; leftover=1; fi
+for path in $(our_cgroups); do
+  [[ -d $path ]] && leftover=1
+done
+for f in "$DK_RUN"/*.pid; do
+  [[ -f $f ]] || continue
+  name=$(basename "$f" .pid)
   dk_pid "$name" >/dev/null && { dk_log "WARNING: $name is still running"; leftover=1; }
 done
 if ((leftover == 0)); then
@@ -140,7 +162,7 @@ if ((leftover == 0)); then
 fi
 if ((purge)); then
   if ((leftover)) || [[ -n $(mounts_below) ]]; then
-    dk_die "not purging $DK_DIR: processes or mounts remain (see warnings above)"
+    dk_die "not purging $DK_DIR: processes, cgroups or mounts remain (see warnings above); the state stays so that a second cluster-down.sh can retry"
   fi
   rm -rf "$DK_DIR"
   dk_log "purged $DK_DIR"

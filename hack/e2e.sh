@@ -38,7 +38,6 @@ step() {   # step NAME: close the previous step's timing and announce the next
 }
 
 owned_cluster=0   # set once this run started the cluster; a cluster someone else started is left running
-s3_pid=
 on_exit() {
   local rc=$?
   set +e
@@ -56,11 +55,12 @@ on_exit() {
     tail -n 200 "$LOGDIR/manager.log" >&2
   fi
   if ((KEEP)); then
-    echo "e2e: cluster kept: source $DK_DIR/env; S3 server pid $s3_pid ($(tr '\n' ' ' <"$LOGDIR/s3.env" 2>/dev/null))" >&2
-    echo "e2e: stop with: kill $s3_pid; hack/cluster-down.sh --purge" >&2
+    echo "e2e: cluster and S3 server kept: source $DK_DIR/env; S3: $(tr '\n' ' ' <"$LOGDIR/s3.env" 2>/dev/null)" >&2
+    echo "e2e: stop both with: hack/cluster-down.sh --purge" >&2
+  elif ((owned_cluster)); then
+    "$DK_ROOT/hack/cluster-down.sh" --purge
   else
-    if [[ -n $s3_pid ]]; then kill "$s3_pid" 2>/dev/null; wait "$s3_pid" 2>/dev/null; fi
-    if ((owned_cluster)); then "$DK_ROOT/hack/cluster-down.sh" --purge; fi
+    dk_stop s3server 5
   fi
   step "done"
   echo >&2
@@ -111,17 +111,20 @@ bucket=e2e
 mkdir -p "$s3_data/$bucket"   # rclone's local backend: a bucket is a directory
 access_key=e2e$(openssl rand -hex 8)
 secret_key=$(openssl rand -hex 20)
-"$S3SERVER" serve s3 --config "" --addr "$DK_BRIDGE_IP:0" --auth-key "$access_key,$secret_key" \
-  --log-level NOTICE "$s3_data" >"$LOGDIR/s3server.log" 2>&1 &
-s3_pid=$!
+# Registered with the cluster's pid bookkeeping, so hack/cluster-down.sh stops it even after a crashed run.
+# A fresh one every run: the keys are new, and the address is read from a fresh log.
+dk_stop s3server 5
+: >"$DK_LOGS/s3server.log"
+dk_start s3server "$S3SERVER" serve s3 --config "" --addr "$DK_BRIDGE_IP:0" --auth-key "$access_key,$secret_key" \
+  --log-level NOTICE "$s3_data"
 endpoint=
 for _ in $(seq 1 150); do
-  endpoint=$(sed -n 's|.*Starting s3 server on \[\(http://[^]/ ]*\)/*\].*|\1|p' "$LOGDIR/s3server.log" | head -n1)
+  endpoint=$(sed -n 's|.*Starting s3 server on \[\(http://[^]/ ]*\)/*\].*|\1|p' "$DK_LOGS/s3server.log" | head -n1)
   [[ -n $endpoint ]] && curl -s -o /dev/null "$endpoint/" && break
-  kill -0 "$s3_pid" 2>/dev/null || { cat "$LOGDIR/s3server.log" >&2; dk_die "the S3 server exited"; }
+  dk_pid s3server >/dev/null || { dk_tail s3server; dk_die "the S3 server exited"; }
   sleep 0.1
 done
-[[ -n $endpoint ]] || { cat "$LOGDIR/s3server.log" >&2; dk_die "the S3 server did not start"; }
+[[ -n $endpoint ]] || { dk_tail s3server; dk_die "the S3 server did not start"; }
 printf 'endpoint=%s\nbucket=%s\naccess_key=%s\nsecret_key=%s\n' "$endpoint" "$bucket" "$access_key" "$secret_key" >"$LOGDIR/s3.env"
 dk_log "S3 server at $endpoint, bucket $bucket, data in $s3_data"
 
