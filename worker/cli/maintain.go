@@ -130,8 +130,7 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 		res.Ops = append(res.Ops, *op)
 	}
 	if f.optimize || f.cluster {
-		op, err := maintainLayout(e, tbl, f, opts, zorder)
-		step(op, err)
+		maintainLayout(e, tbl, f, opts, zorder, step)
 	}
 	if f.vacuum && e.ctx.Err() == nil {
 		rep, err := vacuum.Run(e.ctx, tbl, vopts, func(s string) { e.progress.update("vacuum: %s", s) })
@@ -165,37 +164,43 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 	return res, nil
 }
 
-// maintainLayout is the optimize/cluster step: one clustering run on a clustered table (whichever
-// of the two flags asked for it), compaction or Z-order on an unclustered one.
-func maintainLayout(e *env, tbl *delta.Table, f *maintainFlags, opts optimize.Options, zorder []string) (*result.Op, error) {
+// maintainLayout runs the optimize/cluster steps: one clustering run on a clustered table (whichever
+// of the two flags asked for it), compaction or Z-order on an unclustered one, where --cluster has
+// nothing to do. step records each op.
+func maintainLayout(e *env, tbl *delta.Table, f *maintainFlags, opts optimize.Options, zorder []string, step func(*result.Op, error)) {
+	notClustered := &result.Op{Name: "cluster", Outcome: result.NothingToDo,
+		Message: "the table has no clustering columns; nothing to cluster (declare them with inspect --cluster-by)"}
 	snap, err := tbl.Latest(e.ctx)
 	if err != nil {
-		return &result.Op{Name: "optimize"}, err
+		step(&result.Op{Name: "optimize"}, err)
+		return
 	}
 	clustered, err := isClustered(snap)
-	if err != nil {
-		return &result.Op{Name: "optimize"}, err
-	}
-	name := "optimize"
-	if clustered || !f.optimize {
-		name = "cluster"
-	}
-	if !clustered && !f.optimize {
-		return &result.Op{Name: name, Outcome: result.NothingToDo,
-			Message: "the table has no clustering columns; nothing to cluster (declare them with inspect --cluster-by)"}, nil
+	switch {
+	case err != nil:
+		step(&result.Op{Name: "optimize"}, err)
+		return
+	case !clustered && !f.optimize:
+		step(notClustered, nil)
+		return
 	}
 	op, rep, err := optimizeStep(e, snap, opts, zorder, f.clu)
 	if op == nil {
-		op = &result.Op{}
+		op = &result.Op{Name: "optimize"}
+		if clustered {
+			op.Name = "cluster"
+		}
 	}
-	op.Name = name
 	switch {
 	case rep != nil:
 		fmt.Fprint(e.text, optimizeText(tbl.Location(), rep))
 	case err == nil:
 		fmt.Fprint(e.text, stepText(tbl.Location(), op))
 	}
-	return op, err
+	step(op, err)
+	if !clustered && f.cluster {
+		step(notClustered, nil)
+	}
 }
 
 // worstError is the run's error: a failure if any step failed, else a refusal, carrying every step's

@@ -302,3 +302,25 @@ func listTree(t *testing.T, dir string) []string {
 	})
 	return out
 }
+
+// TestMaintainCommand_AcceptsEveryFlagTheOperatorPasses runs the command lines controllers/worker_args.go
+// builds, every flag set.
+func TestMaintainCommand_AcceptsEveryFlagTheOperatorPasses(t *testing.T) {
+	loc := filepath.Join(t.TempDir(), "orders")
+	demoTable(t, loc, 8, 100, "--partitioned")
+	resultFile := filepath.Join(t.TempDir(), "termination-log")
+	out, errOut, code := executeAs(t, Job, newMaintainCmd, loc,
+		"--optimize", "--target-file-size", "268435456", "--min-file-size", "1048576", "--max-deleted-rows-ratio", "0.1",
+		"--where", "order_date >= '2024-01-02'",
+		"--cluster", "--full", "--auto-recluster=false", "--min-offending-files", "3", "--min-overlap-threshold", "0.8",
+		"--vacuum", "--retention", "168h0m0s", "--allow-short-retention", "--vacuum-mode", "lite", "--dry-run",
+		"--checkpoint", "--log-cleanup", "-o", "json", "--result-file", resultFile)
+	r := decodeResult(t, out)
+	want := "optimize:succeeded cluster:nothing_to_do vacuum:nothing_to_do checkpoint:succeeded logCleanup:nothing_to_do"
+	if code != 0 || opNames(r) != want {
+		t.Fatalf("exit %d, steps %q (want %q): %s %s", code, opNames(r), want, out, errOut)
+	}
+	if r.Ops[0].FilesRemoved != 4 { // demo files 4-7 hold 2024-01-02; 2024-01-01 is not selected
+		t.Errorf("optimize removed %d files, want the 4 of the selected day", r.Ops[0].FilesRemoved)
+	}
+}
