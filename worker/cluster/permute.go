@@ -11,20 +11,22 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
-// columnarFits reports whether the inputs, decoded column by column, fit the memory limit with the
-// garbage collector's headroom: then parquetio.Permute sorts them at column speed in one pass.
-// Dictionary-encoded pages expand when decoded, hence the factor on the uncompressed page sizes.
+// columnarFits reports whether the inputs, decoded column by column, fit the memory limit: then
+// parquetio.Permute sorts them at column speed in one pass. Decoded, a column takes about its
+// uncompressed page bytes plus a definition level and an offset per value; dictionary-encoded
+// columns expand when decoded, hence the margin; the order costs 4 bytes a row. The rest of the limit
+// is the garbage collector's headroom.
 func (j *rewriteJob) columnarFits() bool {
-	need := float64(j.total) * 24 // keys and the order
+	need := float64(j.total) * 8
 	for _, in := range j.ins {
-		need += 2*float64(in.uncompressed) + float64(in.live)*float64(j.l.leafColumns)*8
+		need += 1.5*float64(in.uncompressed) + float64(in.live)*float64(j.l.leafColumns)*6
 	}
-	return need <= float64(j.opts.MemoryLimit)/2
+	return need <= 0.6*float64(j.opts.MemoryLimit)
 }
 
 // permute writes the outputs with parquetio.Permute: the physical-row path, used when row ids need no
 // rewriting (the materialized row-tracking columns are computed per row on the logical path).
-func (j *rewriteJob) permute(ctx context.Context, sorted []rowKey, starts []int) ([]*delta.AddFile, error) {
+func (j *rewriteJob) permute(ctx context.Context, order []uint32, starts []int) ([]*delta.AddFile, error) {
 	store := j.l.snap.Table().Store()
 	inputs := make([]parquetio.RewriteInput, len(j.ins))
 	defer func() {
@@ -40,10 +42,6 @@ func (j *rewriteJob) permute(ctx context.Context, sorted []rowKey, starts []int)
 			return nil, fmt.Errorf("open data file %s: %w", in.add.Path, err)
 		}
 		inputs[i] = parquetio.RewriteInput{File: r, Deleted: in.deleted}
-	}
-	order := make([]uint32, len(sorted))
-	for r, k := range sorted {
-		order[r] = k.row
 	}
 	var mu sync.Mutex
 	keys := make([]string, len(starts))

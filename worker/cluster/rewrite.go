@@ -98,8 +98,14 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		diskRow[i], memRow[i] = in.diskRow, in.memRow
 	}
 	starts := cutOutputs(sorted, fileOf, diskRow, j.l.target)
+	// From here on only the row numbers in rank order matter: release the positions.
+	order := make([]uint32, len(sorted))
+	for r, k := range sorted {
+		order[r] = k.row
+	}
+	sorted = nil //nolint:ineffassign // the pairs are the largest allocation so far
 	if j.l.rtID < 0 && j.columnarFits() {
-		adds, err := j.permute(ctx, sorted, starts)
+		adds, err := j.permute(ctx, order, starts)
 		if err == nil {
 			st.adds, st.waves = adds, 1
 			j.say("wrote %d/%d files", len(adds), len(adds))
@@ -113,12 +119,12 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		}
 		j.say("falling back to logical rows: %v", err)
 	}
-	waves := j.planWaves(sorted, fileOf, memRow)
+	waves := j.planWaves(order, fileOf, memRow)
 	rank := make([]uint32, j.total)
-	for r, k := range sorted {
-		rank[k.row] = uint32(r)
+	for r, row := range order {
+		rank[row] = uint32(r)
 	}
-	sorted = nil //nolint:ineffassign // release the pairs before the rows arrive
+	order = nil //nolint:ineffassign // release it before the rows arrive
 	st.waves = len(waves)
 	j.say("sorted %d rows into %d files (%d wave(s) in memory)", j.total, len(starts), len(waves))
 
@@ -126,7 +132,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 	defer w.abortOpen()
 	var sp *spiller
 	if len(waves) > 1 {
-		if sp, err = newSpiller(j.opts.TempDir, j.l.schema, len(waves)); err != nil {
+		if sp, err = newSpiller(j.opts.TempDir, j.l.schema, len(waves), j.opts.MemoryLimit); err != nil {
 			return nil, err
 		}
 		defer sp.remove()
@@ -233,14 +239,15 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 }
 
 // planWaves splits the ranks into waves whose rows fit half the memory limit (the other half is the
-// garbage collector's headroom); the keys and ranks held meanwhile count against the limit too.
-func (j *rewriteJob) planWaves(sorted []rowKey, fileOf func(uint32) int, memRow []float64) []int {
-	budget := float64(j.opts.MemoryLimit)/2 - float64(j.total)*24
-	budget = max(budget, 8<<20)
+// garbage collector's headroom); the keys and ranks held meanwhile count against the limit too, but a
+// wave gets at least an eighth of it (with more rows than the limit can index, it is exceeded by the
+// keys, never by the rows).
+func (j *rewriteJob) planWaves(order []uint32, fileOf func(uint32) int, memRow []float64) []int {
+	budget := max(float64(j.opts.MemoryLimit)/2-float64(j.total)*24, float64(j.opts.MemoryLimit)/8)
 	waves := []int{0}
 	var acc float64
-	for r, k := range sorted {
-		b := memRow[fileOf(k.row)]
+	for r, row := range order {
+		b := memRow[fileOf(row)]
 		if acc > 0 && acc+b > budget {
 			waves = append(waves, r)
 			acc = 0

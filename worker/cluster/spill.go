@@ -33,7 +33,7 @@ type spillWave struct {
 // rankColumn is appended to spilled rows.
 const rankColumn = "__deltakeeper_rank"
 
-func newSpiller(tmp string, schema *types.StructType, waves int) (*spiller, error) {
+func newSpiller(tmp string, schema *types.StructType, waves int, memoryLimit int64) (*spiller, error) {
 	dir, err := os.MkdirTemp(tmp, "deltakeeper-cluster-")
 	if err != nil {
 		return nil, fmt.Errorf("spill directory in %s (set --tmp-dir to a writable local directory): %w", tmp, err)
@@ -41,6 +41,11 @@ func newSpiller(tmp string, schema *types.StructType, waves int) (*spiller, erro
 	s := &spiller{dir: dir, schema: &types.StructType{Fields: append(append([]*types.StructField{}, schema.Fields...),
 		&types.StructField{Name: rankColumn, Type: types.Primitive(types.TypeLong)})}}
 	s.waves = make([]*spillWave, waves)
+	// Every wave's file is open at once and holds a row group and a page per column in memory: keep
+	// them together within a quarter of the memory limit.
+	perFile := memoryLimit / 4 / int64(waves)
+	opts := parquetio.WriterOptions{Codec: "lz4", DictionaryBytes: -1,
+		RowGroupBytes: min(max(perFile/2, 256<<10), 32<<20), PageBytes: int(min(max(perFile/2/int64(max(len(schema.Fields), 1)), 16<<10), 1<<20))}
 	for i := 1; i < waves; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("wave-%05d.parquet", i))
 		f, err := os.Create(p)
@@ -48,7 +53,7 @@ func newSpiller(tmp string, schema *types.StructType, waves int) (*spiller, erro
 			s.remove()
 			return nil, fmt.Errorf("create spill file: %w", err)
 		}
-		w, err := parquetio.NewWriter(f, s.schema, parquetio.WriterOptions{Codec: "lz4", DictionaryBytes: -1, RowGroupBytes: 32 << 20})
+		w, err := parquetio.NewWriter(f, s.schema, opts)
 		if err != nil {
 			f.Close()
 			s.remove()

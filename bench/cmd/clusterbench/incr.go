@@ -20,7 +20,7 @@ func cmdIncr(args []string) error {
 	cycles := fs.Int("cycles", 1, "append + optimize cycles")
 	pct := fs.Float64("pct", 1, "rows appended per cycle, in percent of the initial rows")
 	files := fs.Int("files", 20, "files per append")
-	fullEvery := fs.Int("full-every", 1, "compare with FULL every N cycles (and after the last); 0 never")
+	fullEvery := fs.Int("full-every", 1, "compare with FULL after the first cycle, every N cycles and after the last; 0 never")
 	mk := clusterOptions(fs)
 	fs.Parse(args)
 	ctx := context.Background()
@@ -68,7 +68,7 @@ func cmdIncr(args []string) error {
 			"rewrittenPctOfTable": round(100 * float64(op.BytesRemoved) / float64(tableBytes)), "filesRemoved": op.FilesRemoved,
 			"filesAdded": op.FilesAdded, "cumAppended": cumAppended, "cumRewritten": cumRewritten,
 			"cumRatio": round(float64(cumRewritten) / float64(cumAppended)), "quality": q}
-		if *fullEvery > 0 && (c%*fullEvery == 0 || c == *cycles) {
+		if *fullEvery > 0 && (c == 1 || c%*fullEvery == 0 || c == *cycles) {
 			ref, err := fullReference(ctx, *dir, filepath.Join(*work, "fullref"), opts)
 			if err != nil {
 				return err

@@ -24,10 +24,11 @@ func clusterOptions(fs *flag.FlagSet) func() cluster.Options {
 	mem := fs.Int64("memory-limit", 4<<30, "clustering memory limit")
 	tmp := fs.String("tmp-dir", "", "spill directory")
 	minOff := fs.Int("min-offending-files", cluster.DefaultMinOffendingFiles, "auto-recluster: smallest group")
+	minOverlap := fs.Float64("min-overlap-threshold", cluster.DefaultMinOverlapThreshold, "auto-recluster: pair score threshold")
 	return func() cluster.Options {
 		runtime.GOMAXPROCS(*threads)
 		o := cluster.DefaultOptions()
-		o.MinOffendingFiles = *minOff
+		o.MinOffendingFiles, o.MinOverlapThreshold = *minOff, *minOverlap
 		o.TargetFileSize, o.Parallelism, o.MemoryLimit, o.TempDir = *target, *threads, *mem, *tmp
 		return o
 	}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Liquid clustering benchmark (bench/RESULTS.md, section "Liquid clustering"):
+#   1. FULL clustering of a generated table clustered by two uniform columns (k1 long, k2 timestamp)
+#      next to DuckDB ORDER BY k1, k2 of the same files, same threads, each in its own process;
+#   2./3. append 1% new rows in 20 small files and run incremental optimize, CYCLES times, comparing
+#      the quality with FULL on a hard-linked copy of the same data.
+#
+#   bench/clustering.sh [DATA_DIR] [ROWS] [TARGET_BYTES] [CYCLES] [THREADS] [FULL_EVERY] [EXTRA_INCR_FLAGS…]
+#
+# The record configuration is 24,000,000 rows (≈2.3 GB of uncompressed column data) with a 16 MiB
+# target (≈70 files); the quick configuration for repeated use is 400,000 rows with a 320 KiB target.
+set -euo pipefail
+cd "$(dirname "$0")"
+DATA=${1:-/tmp/deltakeeper-clusterbench}
+ROWS=${2:-400000}
+TARGET=${3:-327680}
+CYCLES=${4:-20}
+THREADS=${5:-2}
+FULL_EVERY=${6:-2}
+shift $(( $# < 6 ? $# : 6 ))
+BIN="$DATA/bin"
+mkdir -p "$BIN"
+go build -o "$BIN/clusterbench" ./cmd/clusterbench
+T="$DATA/t-$ROWS"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) cores, $(uname -sr), $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ ! -d "$T/gen" ]; then
+  "$BIN/clusterbench" gen -table "$T/gen" -rows "$ROWS" -file-size $((TARGET * 3))
+fi
+run() { /usr/bin/time -f '{"step":"time","wall":%e,"user":%U,"sys":%S,"maxrssKiB":%M}' "$@"; }
+rm -rf "$T/full" "$T/duck"
+cp -r "$T/gen" "$T/full"
+run "$BIN/clusterbench" duck -table "$T/gen" -out "$T/duck" -threads "$THREADS" -target "$TARGET"
+run "$BIN/clusterbench" full -table "$T/full" -threads "$THREADS" -target "$TARGET" -memory-limit $((8 << 30))
+rm -rf "$T/duck"
+echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
+"$BIN/clusterbench" incr -table "$T/full" -work "$T" -cycles "$CYCLES" -pct 1 -files 20 -full-every "$FULL_EVERY" \
+  -threads "$THREADS" -target "$TARGET" -memory-limit $((8 << 30)) "$@"
+echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
