@@ -1,11 +1,10 @@
 package cluster
 
 import (
-	"encoding/binary"
-	"math"
 	"math/rand/v2"
 	"slices"
 
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
@@ -16,68 +15,9 @@ import (
 // normalize maps a value to a uint64 whose unsigned order follows types.Compare: exactly for integers,
 // dates and timestamps, monotonically (ties allowed) for floats, decimals and strings (whose first 8
 // bytes decide). Ties only make two rows share a range id, which costs clustering precision, never
-// correctness. Nulls map to 0 and so take the first range, as in Delta's range_partition_id.
-func normalize(v types.Value) uint64 {
-	const flip = 1 << 63
-	switch x := v.(type) {
-	case nil:
-		return 0
-	case bool:
-		if x {
-			return 2
-		}
-		return 1
-	case int8:
-		return uint64(int64(x)) ^ flip
-	case int16:
-		return uint64(int64(x)) ^ flip
-	case int32:
-		return uint64(int64(x)) ^ flip
-	case int64:
-		return uint64(x) ^ flip
-	case types.Date:
-		return uint64(int64(x)) ^ flip
-	case types.Timestamp:
-		return uint64(int64(x)) ^ flip
-	case types.TimestampNTZ:
-		return uint64(int64(x)) ^ flip
-	case float32:
-		return normalizeFloat(float64(x))
-	case float64:
-		return normalizeFloat(x)
-	case types.DecimalValue:
-		f, _ := x.Rat().Float64()
-		return normalizeFloat(f)
-	case string:
-		return prefixKey([]byte(x))
-	case []byte:
-		return prefixKey(x)
-	}
-	return 0
-}
-
-// normalizeFloat orders floats as Spark does: -Inf < … < -0 = +0 < … < +Inf < NaN.
-func normalizeFloat(f float64) uint64 {
-	if math.IsNaN(f) {
-		return math.MaxUint64
-	}
-	if f == 0 {
-		f = 0 // -0 and +0 are equal
-	}
-	b := math.Float64bits(f)
-	if b&(1<<63) != 0 {
-		return ^b
-	}
-	return b | 1<<63
-}
-
-func prefixKey(b []byte) uint64 {
-	var buf [8]byte
-	copy(buf[:], b)
-	// Shift right by one and add one so that the empty string (0 after the shift) still sorts above
-	// null (0): every non-null string key is ≥ 1.
-	return binary.BigEndian.Uint64(buf[:])>>1 + 1
-}
+// correctness. Nulls map to 0 and so take the first range, as in Delta's range_partition_id. It is the
+// key parquetio.SortKeys computes at column speed, so both paths may feed one sort.
+func normalize(v types.Value) uint64 { return parquetio.KeyOf(v) }
 
 // keySampler keeps a uniform sample of one column's normalized non-null keys (reservoir sampling,
 // deterministic for a seed and input order).

@@ -186,6 +186,12 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 	g.SetLimit(j.parallelism())
 	for i, in := range j.ins {
 		g.Go(func() error {
+			if k, err := j.columnKeys(gctx, store, in); err == nil {
+				keys[i] = k
+				return nil
+			} else if !errors.Is(err, parquetio.ErrPermuteUnsupported) {
+				return err
+			}
 			k := make([]uint64, 0, in.live*int64(dims))
 			err := j.readFile(gctx, store, in, j.l.keySchema, false, func(rows []types.Struct, _ []int64) error {
 				for _, row := range rows {
@@ -236,6 +242,36 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 		keys[i] = nil
 	}
 	return out, nil
+}
+
+// columnKeys reads an input's keys at column speed (parquetio.SortKeys), interleaved per row;
+// ErrPermuteUnsupported when a key is nested or the file needs the logical reader.
+func (j *rewriteJob) columnKeys(ctx context.Context, store storage.Store, in *input) ([]uint64, error) {
+	for c, kp := range j.l.keyPath {
+		if len(kp) != 1 || kp[0] != c {
+			return nil, parquetio.ErrPermuteUnsupported
+		}
+	}
+	r, err := store.Open(ctx, in.key)
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", in.add.Path, err)
+	}
+	defer r.Close()
+	cols, err := parquetio.SortKeys(ctx, parquetio.RewriteInput{File: r, Deleted: in.deleted}, j.l.keySchema, j.l.matchIDs)
+	if err != nil {
+		return nil, fmt.Errorf("data file %s: %w", in.add.Path, err)
+	}
+	dims := len(cols)
+	k := make([]uint64, in.live*int64(dims))
+	for c, col := range cols {
+		if int64(len(col)) != in.live {
+			return nil, fmt.Errorf("data file %s: read %d keys, its statistics and deletion vector leave %d rows", in.add.Path, len(col), in.live)
+		}
+		for r, v := range col {
+			k[r*dims+c] = v
+		}
+	}
+	return k, nil
 }
 
 // planWaves splits the ranks into waves whose rows fit half the memory limit (the other half is the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -110,8 +111,39 @@ func cmdGen(args []string) error {
 	if _, err := table.ApplyDeclaration(ctx, tbl, table.Declaration{ClusterBy: []string{"k1", "k2"}, SetClusterBy: true}); err != nil {
 		return err
 	}
-	emit(map[string]any{"step": "gen", "rows": *n, "bytes": bytes, "s": time.Since(start).Seconds()})
+	unc, err := uncompressedBytes(ctx, tbl)
+	if err != nil {
+		return err
+	}
+	emit(map[string]any{"step": "gen", "rows": *n, "bytes": bytes, "uncompressedBytes": unc, "s": time.Since(start).Seconds()})
 	return nil
 }
 
-var _ = fmt.Sprint
+// uncompressedBytes sums the live files' page sizes before compression (the logical data size).
+func uncompressedBytes(ctx context.Context, tbl *delta.Table) (int64, error) {
+	snap, err := tbl.Latest(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, f := range snap.Files() {
+		key, err := delta.ObjectKey(tbl.Location(), f.Path)
+		if err != nil {
+			return 0, err
+		}
+		r, err := tbl.Store().Open(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		pf, err := parquetio.Open(ctx, r)
+		if err != nil {
+			r.Close()
+			return 0, fmt.Errorf("%s: %w", key, err)
+		}
+		for g := range pf.NumRowGroups() {
+			total += pf.RowGroup(g).UncompressedBytes
+		}
+		r.Close()
+	}
+	return total, nil
+}
