@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 
@@ -46,8 +47,15 @@ func (s *keySampler) add(k uint64) {
 	}
 }
 
-// keyRanges is Ranges over normalized keys: bound i is the inclusive upper bound of range i.
-type keyRanges struct{ bounds []uint64 }
+// keyRanges is Ranges over normalized keys: bound i is the inclusive upper bound of range i. A lookup
+// table over the bounds' span narrows each search to the few bounds sharing a key's top bits: range ids
+// are computed for every row of every clustering run.
+type keyRanges struct {
+	bounds []uint64
+	base   uint64   // bounds[0]
+	shift  uint     // (k-base)>>shift indexes lut
+	lut    []uint32 // lut[i]: the first bound whose (bound-base)>>shift is ≥ i
+}
 
 // newKeyRanges picks up to maxRanges-1 bounds at evenly spaced quantiles of the sample, collapsing
 // duplicates (heavy hitters) as NewRanges does.
@@ -63,13 +71,36 @@ func newKeyRanges(sample []uint64, maxRanges int) keyRanges {
 		}
 		r.bounds = append(r.bounds, b)
 	}
+	if len(r.bounds) > 0 {
+		r.base = r.bounds[0]
+		span := r.bounds[len(r.bounds)-1] - r.base
+		r.shift = uint(max(0, bits.Len64(span)-16))
+		n := int(span>>r.shift) + 2
+		r.lut = make([]uint32, n)
+		b := 0
+		for i := range r.lut {
+			for b < len(r.bounds) && (r.bounds[b]-r.base)>>r.shift < uint64(i) {
+				b++
+			}
+			r.lut[i] = uint32(b)
+		}
+	}
 	return r
 }
 
 // id is the number of bounds strictly below k.
 func (r keyRanges) id(k uint64) uint32 {
-	i, _ := slices.BinarySearch(r.bounds, k)
-	return uint32(i)
+	if len(r.bounds) == 0 || k <= r.base {
+		return 0
+	}
+	p := (k - r.base) >> r.shift
+	if p+1 >= uint64(len(r.lut)) {
+		i, _ := slices.BinarySearch(r.bounds, k)
+		return uint32(i)
+	}
+	lo, hi := r.lut[p], r.lut[p+1]
+	i, _ := slices.BinarySearch(r.bounds[lo:hi], k)
+	return lo + uint32(i)
 }
 
 func (r keyRanges) bits() int {

@@ -233,14 +233,20 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 		return nil, err
 	}
 	out := make([]rowKey, j.total)
-	point := make([]uint32, dims)
+	g, _ = errgroup.WithContext(ctx)
+	g.SetLimit(j.parallelism())
 	for i, k := range keys {
-		for r := int64(0); r < j.ins[i].live; r++ {
-			g := j.off[i] + r
-			out[g] = rowKey{pos: pos.position(k[r*int64(dims):(r+1)*int64(dims)], point), row: uint32(g)}
-		}
-		keys[i] = nil
+		g.Go(func() error {
+			point := make([]uint32, dims)
+			for r := int64(0); r < j.ins[i].live; r++ {
+				g := j.off[i] + r
+				out[g] = rowKey{pos: pos.position(k[r*int64(dims):(r+1)*int64(dims)], point), row: uint32(g)}
+			}
+			keys[i] = nil
+			return nil
+		})
 	}
+	g.Wait()
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -31,7 +32,7 @@ func (s *indexedSink) create(i int) (storage.Writer, error) {
 	return w, nil
 }
 
-func TestPermute_WritesEveryLiveRowInTheGivenOrderWithExactStatistics(t *testing.T) {
+func TestPermute_WritesEveryLiveRowInItsOutputAndRowGroupWithExactStatistics(t *testing.T) {
 	schema := allTypesSchema()
 	cases := makeInputs(t, schema, 6, 300, 7)
 	live := liveRows(cases)
@@ -52,7 +53,7 @@ func TestPermute_WritesEveryLiveRowInTheGivenOrderWithExactStatistics(t *testing
 				rand.New(rand.NewPCG(uint64(par), 3)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 				var sink indexedSink
 				res, err := Permute(context.Background(), rewriteInputs(cases), order, cut.starts, sink.create, RewriteOptions{
-					Schema: schema, Parallelism: par, Writer: WriterOptions{RowGroupBytes: 20 << 10, PageBytes: 4096},
+					Schema: schema, Parallelism: par, Writer: WriterOptions{RowGroupBytes: 20 << 10, RowGroupRows: 100, PageBytes: 4096},
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -65,9 +66,14 @@ func TestPermute_WritesEveryLiveRowInTheGivenOrderWithExactStatistics(t *testing
 					if k+1 < len(cut.starts) {
 						end = cut.starts[k+1]
 					}
+					// Row groups of 100 rows take their stretch of the order, each in input order.
 					want := make([]types.Struct, 0, end-start)
-					for _, g := range order[start:end] {
-						want = append(want, live[g])
+					for a := start; a < end; a += 100 {
+						grp := slices.Clone(order[a:min(end, a+100)])
+						slices.Sort(grp)
+						for _, g := range grp {
+							want = append(want, live[g])
+						}
 					}
 					w := sink.outs[k]
 					if w == nil || !w.closed {
