@@ -115,8 +115,8 @@ type permuter struct {
 	create  func(int) (storage.Writer, error)
 	workers int
 
-	groups   [][]int  // output → its row groups (indexes into the segments)
-	groupOf  []uint32 // global live row → its row group
+	groups   [][]int       // output → its row groups (indexes into the segments)
+	groupOf  []uint32      // global live row → its row group
 	segments [][][]segment // [input][leaf][row group]
 }
 
