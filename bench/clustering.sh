@@ -28,10 +28,14 @@ if [ ! -d "$T/gen" ]; then
   "$BIN/clusterbench" gen -table "$T/gen" -rows "$ROWS" -file-size $((TARGET * 3))
 fi
 run() { /usr/bin/time -f '{"step":"time","wall":%e,"user":%U,"sys":%S,"maxrssKiB":%M}' "$@"; }
-rm -rf "$T/full" "$T/duck"
-cp -r "$T/gen" "$T/full"
-run "$BIN/clusterbench" duck -table "$T/gen" -out "$T/duck" -threads "$THREADS" -target "$TARGET"
-run "$BIN/clusterbench" full -table "$T/full" -threads "$THREADS" -target "$TARGET" -memory-limit $((10 << 30))
+RUNS=${RUNS:-3}
+for run_i in $(seq "$RUNS"); do
+  rm -rf "$T/full" "$T/duck"
+  cp -r "$T/gen" "$T/full"
+  echo "# run $run_i, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  run "$BIN/clusterbench" duck -table "$T/gen" -out "$T/duck" -threads "$THREADS" -target "$TARGET"
+  run "$BIN/clusterbench" full -table "$T/full" -threads "$THREADS" -target "$TARGET" -memory-limit $((10 << 30))
+done
 rm -rf "$T/duck"
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$BIN/clusterbench" incr -table "$T/full" -work "$T" -cycles "$CYCLES" -pct 1 -files 20 -full-every "$FULL_EVERY" \

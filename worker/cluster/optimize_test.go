@@ -141,3 +141,26 @@ func TestOptimize_DryRunWritesNothing(t *testing.T) {
 		t.Fatalf("dry run: %+v, version %d → %d", op, v, f.latest().Version())
 	}
 }
+
+func TestOptimize_NewClusteringColumnsReclusterEveryFileOnce(t *testing.T) {
+	f := newFixture(t, nil)
+	f.appendFiles(eventRows(12_000, 0, 1), 4)
+	f.clusterBy("a")
+	f.optimize(opts(nil))
+	f.clusterBy("b", "s")
+	before := f.rows()
+	old := len(f.latest().Files())
+	op := f.optimize(opts(nil))
+	if op.Outcome != result.Succeeded || op.FilesRemoved != int64(old) {
+		t.Fatalf("op = %+v, want all %d files clustered by a reclustered", op, old)
+	}
+	sameRows(t, before, f.rows())
+	for _, a := range f.latest().Files() {
+		if _, by := zcubeOf(t, a); !slices.Equal(by, []string{"b", "s"}) {
+			t.Fatalf("file %s clustered by %v, want [b s]", a.Path, by)
+		}
+	}
+	if op := f.optimize(opts(nil)); op.Outcome != result.NothingToDo {
+		t.Fatalf("next run: %+v, want nothing to do", op)
+	}
+}
