@@ -37,7 +37,7 @@ test: ## Run every test: lint, unit, conformance, S3, envtest (real kube-apiserv
 	hack/test.sh
 
 .PHONY: e2e
-e2e: ## End-to-end test on a real single-node cluster (needs root and: apt-get install containerd runc containernetworking-plugins iptables).
+e2e: ## End-to-end tests on a real single-node cluster (root; host packages: hack/install-host-deps.sh).
 	hack/e2e.sh
 
 .PHONY: envtest-assets
@@ -46,7 +46,7 @@ envtest-assets: ## Build kube-apiserver and etcd from the Go module proxy; print
 
 ##@ Demo
 .PHONY: demo
-demo: ## The main job on an embedded default: local table + local control plane.
+demo: ## The main job: a real single-node cluster runs the operator, which compacts a small-file S3 table (root).
 	hack/demo.sh
 
 .PHONY: demo-cli

@@ -31,8 +31,9 @@ for f in "$DK_RUN"/*.pid; do
   [[ " $core " == *" $name "* ]] || dk_stop "$name" 5
 done
 
-# 1. No new pods: controllers and scheduler first.
-dk_stop kube-controller-manager
+# 1. No new pods start: the scheduler goes first. The controller manager stays until the pods are gone:
+#    Job pods carry the batch.kubernetes.io/job-tracking finalizer, which only its Job controller removes, so
+#    without it their deletion would hang until the timeout. Replacement pods it creates stay Pending.
 dk_stop kube-scheduler
 
 # 2. Let the kubelet tear the pods down itself (CNI DEL, volume unmounts) while the API server still runs.
@@ -43,6 +44,7 @@ if dk_pid kube-apiserver >/dev/null && dk_pid kubelet >/dev/null; then
       dk_kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1
   fi
 fi
+dk_stop kube-controller-manager
 dk_stop kubelet
 
 # 3. Whatever still runs in our containerd: kill and delete its tasks, then stop containerd.

@@ -23,7 +23,15 @@ elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then
   full=docker.io/$ref
 fi
 
-ctr -a "$DK_CTR_SOCK" -n k8s.io images import "$tarball" >/dev/null
-ctr -a "$DK_CTR_SOCK" -n k8s.io images ls -q | grep -qxF "$full" ||
-  dk_die "$tarball did not provide $full (tags in it: $(tar -xOf "$tarball" manifest.json 2>/dev/null || echo '?'))"
-dk_log "imported $full"
+# Right after containerd starts, an import can report success without the image being listed yet (seen about
+# once in four fresh clusters): verify, and import again a few times before giving up.
+out=
+for attempt in 1 2 3 4 5; do
+  out=$(ctr -a "$DK_CTR_SOCK" -n k8s.io images import "$tarball" 2>&1) || true
+  if ctr -a "$DK_CTR_SOCK" -n k8s.io images ls -q | grep -qxF "$full"; then
+    dk_log "imported $full"
+    exit 0
+  fi
+  sleep "$attempt"
+done
+dk_die "$tarball did not provide $full after 5 imports (last ctr output: $out; tags in it: $(tar -xOf "$tarball" manifest.json 2>/dev/null || echo '?'))"

@@ -1,21 +1,11 @@
 #!/usr/bin/env bash
-# demo.sh - the README's first command. Builds what it needs, starts a local control plane with the
-# deltakeeper CRDs, applies the samples and shows what `kubectl get` prints.
+# demo.sh - the README's first command (`make demo`): on a fresh machine, installs the host packages the
+# cluster needs, builds Kubernetes, the S3 server and deltakeeper from source, brings up a real single-node
+# cluster with the operator, and shows it compacting a small-file Delta table on S3 through a real worker pod;
+# it ends with `kubectl describe deltatable`, then tears everything down. Needs root (containerd, kubelet).
+#   DELTAKEEPER_E2E_KEEP_CLUSTER=1 make demo   keep the cluster running afterwards (hack/cluster-down.sh --purge)
+#   make demo-cli                              the same story with no cluster at all, on a local table
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-assets=$(hack/build-k8s.sh)
-export KUBEBUILDER_ASSETS=$assets
-go run ./hack/controlplane -- bash -c '
-  set -e
-  kubectl create namespace demo >/dev/null
-  echo "\$ kubectl apply -n demo -f config/samples/"
-  kubectl apply -n demo -f config/samples/
-  echo
-  echo "\$ kubectl get -n demo deltatables,optimizepolicies,streamingests"
-  kubectl get -n demo deltatables,optimizepolicies,streamingests
-  echo
-  echo "\$ kubectl apply -n demo  (an invalid policy: four-field schedule)"
-  printf "apiVersion: deltakeeper.io/v1\nkind: OptimizePolicy\nmetadata: {name: broken}\nspec: {targets: {tableNames: [orders]}, schedule: \"0 3 * *\"}\n" |
-    kubectl apply -n demo -f - 2>&1 || true
-'
+"$root/hack/install-host-deps.sh"
+DELTAKEEPER_DEMO=1 DELTAKEEPER_E2E_PHASES=B exec "$root/hack/e2e.sh"

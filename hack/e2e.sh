@@ -10,7 +10,8 @@
 # Logs of every component, the manager, the S3 server and the test output go to bin/e2e-logs/.
 # Environment: DELTAKEEPER_E2E_PHASES ("A B" by default; "A" runs only phase A), DELTAKEEPER_E2E_KEEP_CLUSTER=1
 # (leave the cluster and S3 server running afterwards for debugging), DELTAKEEPER_E2E_RUN (a -run regexp to
-# narrow the tests), and cluster-up.sh's variables (DELTAKEEPER_CLUSTER_DIR, ...). Needs root.
+# narrow the tests), DELTAKEEPER_DEMO=1 (run hack/demo-scenario.sh instead of the tests: `make demo`), and
+# cluster-up.sh's variables (DELTAKEEPER_CLUSTER_DIR, ...). Needs root.
 set -euo pipefail
 DK_SCRIPT=e2e
 # shellcheck source=hack/cluster-lib.sh
@@ -146,6 +147,11 @@ export DELTAKEEPER_E2E_S3_ENDPOINT=$endpoint
 export DELTAKEEPER_E2E_S3_BUCKET=$bucket
 export AWS_ACCESS_KEY_ID=$access_key AWS_SECRET_ACCESS_KEY=$secret_key AWS_REGION=us-east-1
 export DELTAKEEPER_S3SERVER=$S3SERVER   # test/e2e/probe's own test starts a server too
+if [[ ${DELTAKEEPER_DEMO:-0} == 1 ]]; then
+  step "demo"
+  hack/demo-scenario.sh
+  exit 0
+fi
 failed=()
 run_phase() {   # run_phase NAME GO_TEST_SELECTION...
   local name=$1

@@ -356,6 +356,8 @@ type TargetStatus struct {
 	PendingSince *metav1.Time `json:"pendingSince,omitempty"`
 }
 
+// The Next column is a string: kubectl renders future times in date columns as <invalid>.
+
 // OptimizePolicy schedules compaction, clustering, vacuum and checkpoints for DeltaTables.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -366,7 +368,7 @@ type TargetStatus struct {
 // +kubebuilder:printcolumn:name="Tables",type=integer,JSONPath=`.status.numTargets`
 // +kubebuilder:printcolumn:name="Last Run",type=string,JSONPath=`.status.recentRuns[0].result`
 // +kubebuilder:printcolumn:name="Last Schedule",type=date,JSONPath=`.status.lastScheduleTime`
-// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OptimizePolicy struct {

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# demo-scenario.sh - the story `make demo` tells, run by hack/e2e.sh in demo mode once the cluster, the S3
+# server and the manager are up (it receives their coordinates in DELTAKEEPER_E2E_* variables):
+#   1. a Delta table of 60 small files lands in the bucket (as a streaming writer would leave it);
+#   2. a DeltaTable tells the operator where it is, and an OptimizePolicy with run-now asks for maintenance;
+#   3. a real worker pod compacts it; kubectl shows what happened; the rows are the same before and after.
+set -euo pipefail
+kubectl() { "$DELTAKEEPER_E2E_KUBECTL" "$@"; }
+dk() { "$DELTAKEEPER_E2E_BINARY" "$@"; }
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+show() { printf '\033[2m$ %s\033[0m\n' "$*"; "$@"; }
+
+export AWS_ENDPOINT_URL_S3=$DELTAKEEPER_E2E_S3_ENDPOINT DELTAKEEPER_S3_PATH_STYLE=true
+ns=demo
+table=s3://$DELTAKEEPER_E2E_S3_BUCKET/sales/orders
+
+say "1. A table with many small files, written to the S3 server on $AWS_ENDPOINT_URL_S3"
+dk demo-data "$table" --files 60 --rows-per-file 2000 >/dev/null
+show dk inspect "$table"
+rows_before=$(dk scan "$table" --format jsonl | sort | sha256sum)
+
+say "2. Tell the operator about it, and ask for maintenance now"
+kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl -n "$ns" create secret generic lakehouse-s3 --from-literal=AWS_ACCESS_KEY_ID="$AWS_ACCESS_KEY_ID" \
+  --from-literal=AWS_SECRET_ACCESS_KEY="$AWS_SECRET_ACCESS_KEY" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+manifest=$(cat <<YAML
+apiVersion: deltakeeper.io/v1
+kind: DeltaTable
+metadata:
+  name: orders
+  namespace: $ns
+  labels: {deltakeeper.io/tier: gold}
+spec:
+  location: $table
+  storage:
+    s3:
+      endpoint: $AWS_ENDPOINT_URL_S3
+      region: us-east-1
+      forcePathStyle: true
+      credentials:
+        secretRef: {name: lakehouse-s3}
+  properties:
+    targetFileSize: 128Mi
+    checkpointInterval: 10
+---
+apiVersion: deltakeeper.io/v1
+kind: OptimizePolicy
+metadata:
+  name: nightly-gold
+  namespace: $ns
+  annotations: {deltakeeper.io/run-now: "demo-1"}
+spec:
+  targets:
+    selector: {matchLabels: {deltakeeper.io/tier: gold}}
+  schedule: "0 3 * * *"
+  triggers: {minSmallFiles: 50}
+  vacuum: {retention: 168h}
+YAML
+)
+echo "$manifest"
+echo "$manifest" | kubectl apply -f -
+
+say "3. The operator inspects the table, then a worker Job compacts it"
+# Done when a finished maintenance run with an Optimize step is recorded and an inspection after it made the
+# table Ready again (the status then describes the compacted table).
+maintained() {
+  local ops ready
+  ops=$(kubectl -n "$ns" get deltatable orders -o jsonpath='{range .status.recentRuns[*]}{.operations}{.completionTime}{"\n"}{end}' 2>/dev/null)
+  ready=$(kubectl -n "$ns" get deltatable orders -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)
+  [[ $ready == True ]] && grep -q 'Optimize.*Z' <<<"$ops" && [[ -z $(kubectl -n "$ns" get deltatable orders -o jsonpath='{.status.activeJob}') ]]
+}
+deadline=$((SECONDS + 300))
+until maintained; do
+  if ((SECONDS > deadline)); then
+    kubectl -n "$ns" get jobs,pods
+    echo "demo: no maintenance run finished within 5 minutes" >&2
+    exit 1
+  fi
+  sleep 2
+done
+show kubectl -n "$ns" get jobs
+show kubectl -n "$ns" get deltatables,optimizepolicies
+
+rows_after=$(dk scan "$table" --format jsonl | sort | sha256sum)
+say "4. Same rows, fewer files"
+show dk inspect "$table"
+if [[ $rows_before == "$rows_after" ]]; then
+  echo "rows before and after are identical (sha256 of the sorted rows: ${rows_after%% *})"
+else
+  echo "demo: the rows changed!" >&2
+  exit 1
+fi
+
+say "kubectl describe deltatable orders"
+kubectl -n "$ns" describe deltatable orders
