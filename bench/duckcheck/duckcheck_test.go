@@ -18,25 +18,9 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
-)
 
-// conformanceDir finds the shared tables: $DELTA_CONFORMANCE_DIR, else ../shared/delta-conformance next
-// to the repository root. Missing tables fail the test.
-func conformanceDir(t *testing.T) string {
-	if d := os.Getenv("DELTA_CONFORMANCE_DIR"); d != "" {
-		return d
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// bench/duckcheck → repository root is two levels up
-	d := filepath.Join(wd, "..", "..", "..", "shared", "delta-conformance")
-	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("conformance tables not found at %s (set DELTA_CONFORMANCE_DIR): %v", d, err)
-	}
-	return d
-}
+	"github.com/deltakeeper/deltakeeper/internal/testutil"
+)
 
 func openDuck(t *testing.T) *sql.DB {
 	db, err := sql.Open("duckdb", "")
@@ -131,7 +115,7 @@ func assertSameRows(t *testing.T, want, got []string) {
 // that DuckDB reads, the rows of parquetio (schema derived from the file) with DuckDB's, as multisets:
 // timestamps as instants (INT96, millis, micros, nanos), decimals exactly, nested values structurally.
 func TestReader_MatchesDuckDBOnEveryConformanceFile(t *testing.T) {
-	root := conformanceDir(t)
+	root := testutil.ConformanceDir(t)
 	db := openDuck(t)
 	var files []string
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {

@@ -20,6 +20,7 @@ import (
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
 	"github.com/deltakeeper/deltakeeper/internal/testutil"
+	"github.com/deltakeeper/deltakeeper/internal/testutil/kubeenv"
 )
 
 // The suite shares one API server; each test works in its own namespace because envtest never finishes
@@ -64,7 +65,7 @@ func setup() error {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if testEnv, err = testutil.NewEnvironment(); err != nil {
+	if testEnv, err = kubeenv.NewEnvironment(); err != nil {
 		return err
 	}
 	if cfg, err = testEnv.Start(); err != nil {

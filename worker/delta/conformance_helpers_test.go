@@ -38,26 +38,9 @@ func (c conformanceTable) hasFeature(f string) bool {
 	return false
 }
 
-// conformanceDir locates the shared conformance tables. A missing corpus FAILS the test: a green
-// run without the real tables would prove nothing.
-func conformanceDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("DELTA_CONFORMANCE_DIR")
-	if dir == "" {
-		root, err := testutil.RepoRoot()
-		if err != nil {
-			t.Fatalf("find repository root: %v", err)
-		}
-		dir = filepath.Join(root, "..", "shared", "delta-conformance")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-		t.Fatalf("conformance tables not found at %s (set DELTA_CONFORMANCE_DIR): %v", dir, err)
-	}
-	return dir
-}
 
 func conformanceTables(t testing.TB) (string, []conformanceTable) {
-	dir := conformanceDir(t)
+	dir := testutil.ConformanceDir(t)
 	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
 	if err != nil {
 		t.Fatal(err)

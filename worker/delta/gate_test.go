@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/types"
+
+	"github.com/deltakeeper/deltakeeper/internal/testutil"
 )
 
 func TestCheckProtocol_DecidesPerOperation(t *testing.T) {
@@ -164,7 +166,7 @@ func TestUpdateMetadata_RefusesPropertiesTheProtocolCannotCarry(t *testing.T) {
 }
 
 func TestLiquidPreviewTable_AllowsRewritesAndExposesItsClusteringColumns(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := testutil.ConformanceDir(t)
 	store := conformanceStore(t, dir, conformanceTable{Source: "delta-rs", Name: "table_with_liquid_clustering", TableRoot: "delta"})
 	snap, err := NewTable(store).Latest(context.Background())
 	if err != nil {

@@ -38,7 +38,7 @@ var conformanceRefusals = map[string]string{
 // rows — so equal here means equal to the expected rows. Tables deltakeeper must refuse, and the
 // corpus's invalid tables, must come out byte for byte unchanged.
 func TestConformance_OptimizeAndVacuumKeepEveryReferenceTableReadable(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := testutil.ConformanceDir(t)
 	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -231,18 +231,3 @@ func firstLine(err error) string {
 	return s
 }
 
-func conformanceDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("DELTA_CONFORMANCE_DIR")
-	if dir == "" {
-		root, err := testutil.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(root, "..", "shared", "delta-conformance")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-		t.Fatalf("conformance tables not found at %s (set DELTA_CONFORMANCE_DIR): %v", dir, err)
-	}
-	return dir
-}

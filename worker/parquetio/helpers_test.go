@@ -16,6 +16,8 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/types"
+
+	"github.com/deltakeeper/deltakeeper/internal/testutil"
 )
 
 // osReaderAt adapts a local file to storage.ReaderAt.
@@ -56,43 +58,9 @@ type memWriter struct {
 func (w *memWriter) Close() error { w.closed = true; return nil }
 func (w *memWriter) Abort() error { w.aborted = true; return nil }
 
-// conformanceDir finds the shared conformance tables: $DELTA_CONFORMANCE_DIR, else
-// ../shared/delta-conformance next to the repository root. Missing tables fail the test: they are the
-// evidence that real Spark/Databricks/delta-rs files read correctly.
-func conformanceDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("DELTA_CONFORMANCE_DIR"); d != "" {
-		if _, err := os.Stat(d); err != nil {
-			t.Fatalf("DELTA_CONFORMANCE_DIR=%s: %v", d, err)
-		}
-		return d
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if b, _ := os.ReadFile(filepath.Join(dir, "go.mod")); bytes.Contains(b, []byte("module github.com/deltakeeper/deltakeeper\n")) {
-				break
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod of github.com/deltakeeper/deltakeeper)")
-		}
-		dir = parent
-	}
-	d := filepath.Join(dir, "..", "shared", "delta-conformance")
-	if _, err := os.Stat(d); err != nil {
-		t.Fatalf("conformance tables not found at %s (set DELTA_CONFORMANCE_DIR): %v", d, err)
-	}
-	return d
-}
-
 // conformanceFiles lists every .parquet file below the conformance directory, sorted.
 func conformanceFiles(t testing.TB) (root string, files []string) {
-	root = conformanceDir(t)
+	root = testutil.ConformanceDir(t)
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -36,21 +36,6 @@ type conformanceTable struct {
 	} `json:"expected"`
 }
 
-func conformanceDir(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv("DELTA_CONFORMANCE_DIR")
-	if dir == "" {
-		root, err := testutil.RepoRoot()
-		if err != nil {
-			t.Fatalf("find repository root: %v", err)
-		}
-		dir = filepath.Join(root, "..", "shared", "delta-conformance")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-		t.Fatalf("conformance tables not found at %s (set DELTA_CONFORMANCE_DIR): %v", dir, err)
-	}
-	return dir
-}
 
 // readOnly keeps the shared tables untouched whatever the code under test does.
 type readOnly struct{ storage.Store }
@@ -69,7 +54,7 @@ func (readOnly) Delete(context.Context, string) error { return errors.New("read-
 // One line per table says PASS or FAIL and why; any failure fails the test, including tables we do
 // not support (they are listed with the reason).
 func TestConformance_RowsMatchEveryReferenceTable(t *testing.T) {
-	dir := conformanceDir(t)
+	dir := testutil.ConformanceDir(t)
 	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
 	if err != nil {
 		t.Fatal(err)

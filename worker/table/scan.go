@@ -231,6 +231,11 @@ func (s *Scan) Each(ctx context.Context, fn func(f *delta.AddFile, rows []types.
 				st.RowsDeleted += it.fileDeled
 				break file
 			}
+			// The receive above may win against a cancellation that happened in the previous callback
+			// (select picks at random among ready cases): never hand a batch to a consumer that cancelled.
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
 			if err := fn(f, it.rows); err != nil {
 				return st, err
 			}

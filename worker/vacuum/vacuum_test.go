@@ -242,14 +242,7 @@ func TestVacuum_ChecksTheWriterProtocolBeforeDeleting(t *testing.T) {
 
 func TestVacuum_DeletesDeletionVectorsOfExpiredRemovesOnly(t *testing.T) {
 	// A Spark table with a deletion vector on its live file.
-	corpus := os.Getenv("DELTA_CONFORMANCE_DIR")
-	if corpus == "" {
-		root, err := testutil.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		corpus = filepath.Join(root, "..", "shared", "delta-conformance")
-	}
+	corpus := testutil.ConformanceDir(t)
 	dir := filepath.Join(t.TempDir(), "t")
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(corpus, "kernel-rs", "table-with-dv-small", "delta"))); err != nil {
 		t.Fatal(err)

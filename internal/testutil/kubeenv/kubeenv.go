@@ -1,4 +1,7 @@
-package testutil
+// Package kubeenv starts the project's envtest environment: a real kube-apiserver and etcd built by
+// hack/build-k8s.sh, with the generated CRDs installed. It is separate from testutil so that the data-plane
+// and benchmark tests do not link Kubernetes.
+package kubeenv
 
 import (
 	"fmt"
@@ -7,6 +10,8 @@ import (
 	"sort"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/deltakeeper/deltakeeper/internal/testutil"
 )
 
 // KubeAssetsDir returns the folder holding kube-apiserver, etcd and kubectl built by hack/build-k8s.sh:
@@ -26,7 +31,7 @@ func KubeAssetsDir(root string) (string, error) {
 
 // NewEnvironment returns an envtest environment with the project's CRDs, using locally built binaries.
 func NewEnvironment() (*envtest.Environment, error) {
-	root, err := RepoRoot()
+	root, err := testutil.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
