@@ -38,7 +38,6 @@ func (c conformanceTable) hasFeature(f string) bool {
 	return false
 }
 
-
 func conformanceTables(t testing.TB) (string, []conformanceTable) {
 	dir := testutil.ConformanceDir(t)
 	data, err := os.ReadFile(filepath.Join(dir, "index.json"))

@@ -230,4 +230,3 @@ func firstLine(err error) string {
 	}
 	return s
 }
-

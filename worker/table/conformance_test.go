@@ -36,7 +36,6 @@ type conformanceTable struct {
 	} `json:"expected"`
 }
 
-
 // readOnly keeps the shared tables untouched whatever the code under test does.
 type readOnly struct{ storage.Store }
 
