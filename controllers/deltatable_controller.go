@@ -294,17 +294,8 @@ func queueTableRunEvents(evq *eventQueue, table *deltav1.DeltaTable, run *finish
 		if table.Status.LastInspectedTime == nil || table.Status.FailedInspections > 0 {
 			evq.normal(EventInspected, actionRecord, run.Job, what+": "+rec.Message)
 		}
-	case deltav1.RunRefused:
-		evq.warning(EventRunRefused, actionRecord, run.Job, what+" was refused: "+rec.Message)
 	default:
-		reason := EventRunFailed
-		switch run.Problem {
-		case deltav1.ReasonJobFailed:
-			reason = EventJobFailed
-		case deltav1.ReasonInvalidResult:
-			reason = EventInvalidResult
-		}
-		evq.warning(reason, actionRecord, run.Job, what+" failed: "+rec.Message)
+		queueRunProblem(evq, run, what)
 	}
 }
 

@@ -3,6 +3,8 @@ package controllers
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+
+	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
 )
 
 // Event reasons. Events explain what the reconcilers did and saw; conditions carry the current state.
@@ -58,4 +60,23 @@ func (q eventQueue) emit(rec events.EventRecorder, regarding runtime.Object) {
 	for _, e := range q {
 		rec.Eventf(regarding, e.related, e.eventType, e.reason, e.action, "%s", truncate(e.note, 1024))
 	}
+}
+
+// queueRunProblem explains a refused or failed run of any kind: what names the run ("Maintenance Job x on
+// table y"). A refusal will not go away by retrying; a failure says whether the Job failed without a result or
+// its result could not be read.
+func queueRunProblem(evq *eventQueue, run *finishedRun, what string) {
+	rec := &run.Record
+	if rec.Result == deltav1.RunRefused {
+		evq.warning(EventRunRefused, actionRecord, run.Job, what+" was refused: "+rec.Message)
+		return
+	}
+	reason := EventRunFailed
+	switch run.Problem {
+	case deltav1.ReasonJobFailed:
+		reason = EventJobFailed
+	case deltav1.ReasonInvalidResult:
+		reason = EventInvalidResult
+	}
+	evq.warning(reason, actionRecord, run.Job, what+" failed: "+rec.Message)
 }

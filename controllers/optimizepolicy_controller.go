@@ -437,17 +437,8 @@ func queuePolicyRunEvents(evq *eventQueue, run *finishedRun) {
 	switch rec.Result {
 	case deltav1.RunSucceeded, deltav1.RunNothingToDo:
 		evq.normal(EventRunSucceeded, actionRecord, run.Job, what+" succeeded: "+rec.Message)
-	case deltav1.RunRefused:
-		evq.warning(EventRunRefused, actionRecord, run.Job, what+" was refused: "+rec.Message)
 	default:
-		reason := EventRunFailed
-		switch run.Problem {
-		case deltav1.ReasonJobFailed:
-			reason = EventJobFailed
-		case deltav1.ReasonInvalidResult:
-			reason = EventInvalidResult
-		}
-		evq.warning(reason, actionRecord, run.Job, what+" failed: "+rec.Message)
+		queueRunProblem(evq, run, what)
 	}
 }
 
