@@ -186,7 +186,9 @@ func openInputs(ctx context.Context, l *layout, files []*delta.AddFile) ([]*inpu
 			in.live -= int64(in.deleted.GetCardinality())
 		}
 		if rows > 0 {
-			in.memRow = float64(uncompressed)/float64(rows) + 24*float64(l.leafColumns) + 48
+			// A decoded row: a slice of interface values, each boxed, strings with their headers;
+			// calibrated against peak RSS on the benchmark table (bench/RESULTS.md).
+			in.memRow = 2*float64(uncompressed)/float64(rows) + 48*float64(l.leafColumns) + 64
 		}
 		if in.live > 0 {
 			in.diskRow = float64(f.Size) / float64(in.live)

@@ -280,12 +280,13 @@ func (j *rewriteJob) columnKeys(ctx context.Context, store storage.Store, in *in
 	return k, nil
 }
 
-// planWaves splits the ranks into waves whose rows fit half the memory limit (the other half is the
-// garbage collector's headroom); the keys and ranks held meanwhile count against the limit too, but a
+// planWaves splits the ranks into waves whose rows fit 40% of the memory limit (the rest is the spill
+// writers' buffers and the garbage collector's headroom); the keys and ranks held meanwhile count
+// against the limit too, but a
 // wave gets at least an eighth of it (with more rows than the limit can index, it is exceeded by the
 // keys, never by the rows).
 func (j *rewriteJob) planWaves(order []uint32, fileOf func(uint32) int, memRow []float64) []int {
-	budget := max(float64(j.opts.MemoryLimit)/2-float64(j.total)*24, float64(j.opts.MemoryLimit)/8)
+	budget := max(0.4*float64(j.opts.MemoryLimit)-float64(j.total)*24, float64(j.opts.MemoryLimit)/8)
 	waves := []int{0}
 	var acc float64
 	for r, row := range order {
@@ -324,7 +325,7 @@ func (j *rewriteJob) readRows(ctx context.Context, rank []uint32, first []types.
 					r := int(rank[next])
 					next++
 					if r < firstEnd {
-						first[r] = row
+						first[r] = detach(row)
 						continue
 					}
 					if err := route.add(waveOf(r), row, r); err != nil {
@@ -350,6 +351,36 @@ func (j *rewriteJob) readRows(ctx context.Context, rank []uint32, first []types.
 		})
 	}
 	return g.Wait()
+}
+
+// detach copies a row's containers: the reader carves rows out of shared arena chunks, and one row kept
+// for the first wave would otherwise keep its whole chunk, and every value in it, alive.
+func detach(row types.Struct) types.Struct {
+	out := make(types.Struct, len(row))
+	for i, v := range row {
+		out[i] = detachValue(v)
+	}
+	return out
+}
+
+func detachValue(v types.Value) types.Value {
+	switch x := v.(type) {
+	case types.Struct:
+		return detach(x)
+	case types.Array:
+		out := make(types.Array, len(x))
+		for i, e := range x {
+			out[i] = detachValue(e)
+		}
+		return out
+	case types.Map:
+		out := make(types.Map, len(x))
+		for i, e := range x {
+			out[i] = types.MapEntry{Key: detachValue(e.Key), Value: detachValue(e.Value)}
+		}
+		return out
+	}
+	return v
 }
 
 // preserveRowTracking writes a row's stable row id and row commit version into the materialized

@@ -41,11 +41,12 @@ func newSpiller(tmp string, schema *types.StructType, waves int, memoryLimit int
 	s := &spiller{dir: dir, schema: &types.StructType{Fields: append(append([]*types.StructField{}, schema.Fields...),
 		&types.StructField{Name: rankColumn, Type: types.Primitive(types.TypeLong)})}}
 	s.waves = make([]*spillWave, waves)
-	// Every wave's file is open at once and holds a row group and a page per column in memory: keep
-	// them together within a quarter of the memory limit.
-	perFile := memoryLimit / 4 / int64(waves)
+	// Every wave's file is open at once and holds its current row group (encoded, plus the rows being
+	// shredded) and a page per column in memory: keep each small, all of them within a few percent of
+	// the memory limit.
+	perFile := memoryLimit / 32 / int64(waves)
 	opts := parquetio.WriterOptions{Codec: "lz4", DictionaryBytes: -1,
-		RowGroupBytes: min(max(perFile/2, 256<<10), 32<<20), PageBytes: int(min(max(perFile/2/int64(max(len(schema.Fields), 1)), 16<<10), 1<<20))}
+		RowGroupBytes: min(max(perFile, 256<<10), 4<<20), PageBytes: int(min(max(perFile/int64(max(len(schema.Fields), 1)), 16<<10), 256<<10))}
 	for i := 1; i < waves; i++ {
 		p := filepath.Join(dir, fmt.Sprintf("wave-%05d.parquet", i))
 		f, err := os.Create(p)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -162,5 +163,15 @@ func progressLog(start time.Time) func(string) {
 	if os.Getenv("VERBOSE") == "" {
 		return nil
 	}
-	return func(msg string) { fmt.Fprintf(os.Stderr, "%6.2fs %s\n", time.Since(start).Seconds(), msg) }
+	at, done := os.Getenv("MEMPROFILE_AT"), false
+	return func(msg string) {
+		fmt.Fprintf(os.Stderr, "%6.2fs %s\n", time.Since(start).Seconds(), msg)
+		if at != "" && !done && strings.Contains(msg, at) {
+			done = true
+			if f, err := os.Create(os.Getenv("MEMPROFILE")); err == nil {
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}
+	}
 }
