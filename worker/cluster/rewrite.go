@@ -104,13 +104,20 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		order[r] = k.row
 	}
 	sorted = nil //nolint:ineffassign // the pairs are the largest allocation so far
-	if j.l.rtID < 0 && j.columnarFits() {
-		adds, err := j.permute(ctx, order, starts)
+	if j.l.rtID < 0 {
+		var adds []*delta.AddFile
+		var err error
+		if j.columnarFits() {
+			adds, err = j.permute(ctx, order, starts)
+			st.waves = 1
+		} else {
+			adds, st.waves, st.spilledBytes, err = j.permuteWaves(ctx, order, starts)
+		}
 		if err == nil {
-			st.adds, st.waves = adds, 1
+			st.adds = adds
 			j.say("wrote %d/%d files", len(adds), len(adds))
 			if rewriteHook != nil {
-				rewriteHook(st.waves, 0)
+				rewriteHook(st.waves, st.spilledBytes)
 			}
 			return st, nil
 		}

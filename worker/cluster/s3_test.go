@@ -10,7 +10,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
-func TestOptimize_OnS3KeepsRowsAndSpills(t *testing.T) {
+func TestOptimize_OnS3KeepsRowsAndReadsWavesFromLocalCopies(t *testing.T) {
 	srv := s3server.Start(t)
 	cfg := storage.Config{S3: storage.S3Config{Endpoint: srv.Endpoint, Region: s3server.Region,
 		AccessKeyID: srv.AccessKeyID, SecretAccessKey: srv.SecretAccessKey, UsePathStyle: true}}
@@ -23,14 +23,15 @@ func TestOptimize_OnS3KeepsRowsAndSpills(t *testing.T) {
 	f.clusterBy("b", "a")
 	before := f.rows()
 	var waves int
-	defer cluster.SetRewriteHook(func(w int, _ int64) { waves = w })()
+	var copied int64
+	defer cluster.SetRewriteHook(func(w int, b int64) { waves, copied = w, b })()
 	op := f.optimize(opts(func(o *cluster.Options) {
 		o.MemoryLimit = 16 << 20
 		o.TempDir = t.TempDir()
 		o.TargetFileSize = 256 << 10
 	}))
-	if op.Outcome != result.Succeeded || op.FilesRemoved != 4 || waves < 2 {
-		t.Fatalf("op = %+v, waves %d; want the 4 files rewritten through a spill", op, waves)
+	if op.Outcome != result.Succeeded || op.FilesRemoved != 4 || waves < 2 || copied == 0 {
+		t.Fatalf("op = %+v, waves %d, %d bytes copied; want the 4 files rewritten in waves from local copies", op, waves, copied)
 	}
 	sameRows(t, before, f.rows())
 

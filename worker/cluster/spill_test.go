@@ -8,21 +8,34 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
-func TestOptimize_SpillsToTempDirBeyondTheMemoryLimit(t *testing.T) {
+// rowTrackingProps enable row tracking with materialized columns, as Spark does.
+var rowTrackingProps = map[string]string{
+	"delta.enableRowTracking":                                  "true",
+	"delta.rowTracking.materializedRowIdColumnName":            "_row-id-col-test",
+	"delta.rowTracking.materializedRowCommitVersionColumnName": "_row-commit-version-col-test",
+}
+
+func TestOptimize_StaysWithinTheMemoryLimit(t *testing.T) {
 	cases := []struct {
-		name      string
-		limit     int64
-		wantSpill bool
+		name                  string
+		props                 map[string]string
+		limit                 int64
+		wantWaves, wantSpills bool
 	}{
-		{"fits in memory", 1 << 30, false},
-		{"spills at the smallest limit", 16 << 20, true},
+		{"fits in memory", nil, 1 << 30, false, false},
+		{"columns decoded again per wave at the smallest limit", nil, 16 << 20, true, false},
+		{"row tracking spills rows to the temp dir", rowTrackingProps, 16 << 20, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, nil)
+			f := newFixture(t, tc.props)
 			f.appendFiles(eventRows(150_000, 0, 3), 6)
 			f.clusterBy("a", "b")
 			before := f.rows()
+			var ids map[int64]string
+			if tc.props != nil {
+				ids = rowIdentities(t, f.latest())
+			}
 			var waves int
 			var spilled int64
 			defer cluster.SetRewriteHook(func(w int, b int64) { waves, spilled = w, b })()
@@ -31,10 +44,13 @@ func TestOptimize_SpillsToTempDirBeyondTheMemoryLimit(t *testing.T) {
 			if op.Outcome != result.Succeeded {
 				t.Fatalf("op = %+v", op)
 			}
-			if (spilled > 0) != tc.wantSpill || (waves > 1) != tc.wantSpill {
-				t.Fatalf("waves %d, spilled %d bytes; want spill = %v", waves, spilled, tc.wantSpill)
+			if (waves > 1) != tc.wantWaves || (spilled > 0) != tc.wantSpills {
+				t.Fatalf("waves %d, spilled %d bytes; want waves %v, spill %v", waves, spilled, tc.wantWaves, tc.wantSpills)
 			}
 			sameRows(t, before, f.rows())
+			if ids != nil {
+				sameIdentities(t, ids, rowIdentities(t, f.latest()))
+			}
 			if left, _ := os.ReadDir(tmp); len(left) != 0 {
 				t.Fatalf("spill files left behind in %s: %d entries", tmp, len(left))
 			}

@@ -31,6 +31,18 @@ var ErrPermuteUnsupported = errors.New("an input's layout needs the logical path
 // Outputs are written concurrently (opts.Parallelism) and closed when complete. On error the outputs
 // already completed are returned with it; the caller deletes them.
 func Permute(ctx context.Context, inputs []RewriteInput, order []uint32, starts []int, create func(i int) (storage.Writer, error), opts RewriteOptions) (*RewriteResult, error) {
+	return permute(ctx, inputs, order, starts, create, opts, false)
+}
+
+// PermuteSubset is Permute for some of the live rows: rows absent from order are decoded but not kept,
+// so memory is about the subset's decoded size. Callers bound memory by permuting the outputs in
+// waves, each decoding the inputs again (from local copies, for remote tables). Every row must appear
+// at most once.
+func PermuteSubset(ctx context.Context, inputs []RewriteInput, order []uint32, starts []int, create func(i int) (storage.Writer, error), opts RewriteOptions) (*RewriteResult, error) {
+	return permute(ctx, inputs, order, starts, create, opts, true)
+}
+
+func permute(ctx context.Context, inputs []RewriteInput, order []uint32, starts []int, create func(i int) (storage.Writer, error), opts RewriteOptions, subset bool) (*RewriteResult, error) {
 	if opts.Schema == nil {
 		return nil, fmt.Errorf("permute: no output schema")
 	}
@@ -68,8 +80,9 @@ func Permute(ctx context.Context, inputs []RewriteInput, order []uint32, starts 
 		p.off[i+1] = p.off[i] + live
 		storedBytes += in.File.Size()
 	}
-	if p.off[len(inputs)] != int64(len(order)) {
-		return nil, fmt.Errorf("permute: the order has %d rows, the inputs %d live rows", len(order), p.off[len(inputs)])
+	total := p.off[len(inputs)]
+	if (!subset && total != int64(len(order))) || int64(len(order)) > total {
+		return nil, fmt.Errorf("permute: the order has %d rows, the inputs %d live rows", len(order), total)
 	}
 	p.workers = opts.Parallelism
 	if p.workers <= 0 {
@@ -88,7 +101,7 @@ func Permute(ctx context.Context, inputs []RewriteInput, order []uint32, starts 
 	if opts.Writer.RowGroupRows > 0 {
 		groupRows = min(groupRows, int(opts.Writer.RowGroupRows))
 	}
-	if err := p.plan(order, starts, groupRows); err != nil {
+	if err := p.plan(order, starts, groupRows, total); err != nil {
 		return nil, fmt.Errorf("permute: %w", err)
 	}
 	if err := p.decode(ctx, inputs); err != nil {
@@ -98,8 +111,10 @@ func Permute(ctx context.Context, inputs []RewriteInput, order []uint32, starts 
 	if err != nil {
 		return res, fmt.Errorf("permute: %w", err)
 	}
-	for i := range inputs {
-		res.Deleted += p.files[i].NumRows() - (p.off[i+1] - p.off[i])
+	if !subset {
+		for i := range inputs {
+			res.Deleted += p.files[i].NumRows() - (p.off[i+1] - p.off[i])
+		}
 	}
 	res.Rows = int64(len(order))
 	return res, nil
@@ -120,6 +135,9 @@ type permuter struct {
 	segments [][][]segment // [input][leaf][row group]
 }
 
+// skipRow marks a live row that PermuteSubset leaves out.
+const skipRow = ^uint32(0)
+
 // segment holds the values one input contributes to one leaf of one output row group, in the
 // output's physical representation: levels (nil when the leaf has none) and the defined values.
 type segment struct {
@@ -128,9 +146,12 @@ type segment struct {
 	vals       valueSlices
 }
 
-// plan assigns every live row to its output row group.
-func (p *permuter) plan(order []uint32, starts []int, groupRows int) error {
-	p.groupOf = make([]uint32, len(order))
+// plan assigns every live row of the order to its output row group; the others get skipRow.
+func (p *permuter) plan(order []uint32, starts []int, groupRows int, total int64) error {
+	p.groupOf = make([]uint32, total)
+	for i := range p.groupOf {
+		p.groupOf[i] = skipRow
+	}
 	n := 0
 	p.groups = make([][]int, len(starts))
 	for k, lo := range starts {
@@ -143,8 +164,8 @@ func (p *permuter) plan(order []uint32, starts []int, groupRows int) error {
 		}
 		for a := lo; a < hi; a += groupRows {
 			for _, g := range order[a:min(hi, a+groupRows)] {
-				if int(g) >= len(order) {
-					return fmt.Errorf("row %d is not a live row", g)
+				if int64(g) >= total || p.groupOf[g] != skipRow {
+					return fmt.Errorf("row %d is not a live row, or appears twice", g)
 				}
 				p.groupOf[g] = uint32(n)
 			}
@@ -214,6 +235,7 @@ type scatter struct {
 	groupOf []uint32 // the input's live rows → row group
 	rows    int
 	cur     *segment
+	skip    bool // the current record is left out (PermuteSubset)
 	err     error
 }
 
@@ -231,13 +253,22 @@ func (sc *scatter) capture(b *columnBatch) error {
 				sc.err = fmt.Errorf("more rows than the file's live rows")
 				return sc.err
 			}
-			sc.cur = &sc.segs[sc.groupOf[sc.rows]]
+			sc.cur, sc.skip = nil, sc.groupOf[sc.rows] == skipRow
+			if !sc.skip {
+				sc.cur = &sc.segs[sc.groupOf[sc.rows]]
+			}
 			sc.rows++
 		}
 		seg := sc.cur
 		if seg == nil {
-			sc.err = fmt.Errorf("a column starts inside a record")
-			return sc.err
+			if !sc.skip {
+				sc.err = fmt.Errorf("a column starts inside a record")
+				return sc.err
+			}
+			if leaf.maxDef == 0 || b.defs[t] == maxDef {
+				v++
+			}
+			continue
 		}
 		seg.n++
 		defined := true

@@ -96,3 +96,46 @@ func TestPermute_RejectsAnOrderThatDoesNotCoverTheRows(t *testing.T) {
 		t.Fatalf("err = %v, %d outputs; want an error before anything is written", err, len(sink.outs))
 	}
 }
+
+func TestPermuteSubset_TwoWavesWriteWhatOneCallWould(t *testing.T) {
+	schema := allTypesSchema()
+	cases := makeInputs(t, schema, 5, 200, 21)
+	live := liveRows(cases)
+	order := make([]uint32, len(live))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	rand.New(rand.NewPCG(9, 9)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	half := len(order) / 2
+	opts := RewriteOptions{Schema: schema, Writer: WriterOptions{RowGroupRows: 100}}
+	for w, part := range [][]uint32{order[:half], order[half:]} {
+		var sink indexedSink
+		res, err := PermuteSubset(context.Background(), rewriteInputs(cases), part, []int{0, len(part) / 3}, sink.create, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rows != int64(len(part)) {
+			t.Fatalf("wave %d: %d rows, want %d", w, res.Rows, len(part))
+		}
+		var got []types.Struct
+		for k := range 2 {
+			got = append(got, readAll(t, openBytes(t, sink.outs[k].Bytes()), schema, ReadOptions{})...)
+		}
+		var want []types.Struct
+		for _, bounds := range [][2]int{{0, len(part) / 3}, {len(part) / 3, len(part)}} {
+			for a := bounds[0]; a < bounds[1]; a += 100 {
+				grp := slices.Clone(part[a:min(bounds[1], a+100)])
+				slices.Sort(grp)
+				for _, g := range grp {
+					want = append(want, live[g])
+				}
+			}
+		}
+		assertRowsEqual(t, want, got)
+	}
+	// A row given twice is refused before anything is written.
+	var sink indexedSink
+	if _, err := PermuteSubset(context.Background(), rewriteInputs(cases), []uint32{3, 3}, []int{0}, sink.create, opts); err == nil || len(sink.outs) != 0 {
+		t.Fatalf("duplicate row: err = %v, %d outputs", err, len(sink.outs))
+	}
+}
