@@ -13,25 +13,36 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
-// clusterFlags are maintain's --cluster flags (incremental liquid clustering).
+// clusterFlags are the clustering switches of optimize and maintain --cluster. They mirror Microsoft Fabric's
+// settings (incremental on/off, autoRecluster on/off, minOffendingFiles, minOverlapThreshold), plus the
+// sort's memory budget and spill directory.
 type clusterFlags struct {
 	full                bool
+	incremental         bool
 	autoRecluster       bool
 	minOffendingFiles   int
 	minOverlapThreshold float64
+	memoryLimit         string
+	tmpDir              string
 }
 
-func defaultClusterFlags() clusterFlags { return clusterFlags{autoRecluster: true} }
+func defaultClusterFlags() clusterFlags { return clusterFlags{incremental: true, autoRecluster: true} }
 
 func (f *clusterFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.full, "full", false, "recluster every file, not only those that need it (OPTIMIZE … FULL)")
+	fs.BoolVar(&f.incremental, "incremental", true, "cluster incrementally; false reclusters every file, as --full does")
 	fs.BoolVar(&f.autoRecluster, "auto-recluster", true, "also recluster groups of clustered files stacked over a common region")
 	fs.IntVar(&f.minOffendingFiles, "min-offending-files", 0, "smallest group of overlapping clustered files worth reclustering (default 4)")
 	fs.Float64Var(&f.minOverlapThreshold, "min-overlap-threshold", 0, "overlap score above which two clustered files overlap, in (0.25, 1] (default 0.75)")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory for sorting rows along the curve; beyond it the sort spills to --tmp-dir (default: half of GOMEMLIMIT when set)")
+	fs.StringVar(&f.tmpDir, "tmp-dir", "", "directory for spill files (default: $TMPDIR; Jobs give it an emptyDir)")
 }
 
+// clusteringOnly lists the flags that only mean something for a clustered table.
+var clusteringOnly = []string{"full", "incremental", "auto-recluster", "min-offending-files", "min-overlap-threshold"}
+
 func (f *clusterFlags) changed(fs *pflag.FlagSet) string {
-	for _, n := range []string{"full", "auto-recluster", "min-offending-files", "min-overlap-threshold"} {
+	for _, n := range append(clusteringOnly, "memory-limit", "tmp-dir") {
 		if fs.Changed(n) {
 			return n
 		}
@@ -43,19 +54,35 @@ func (f *clusterFlags) changed(fs *pflag.FlagSet) string {
 // worker/cluster, and runZOrder Z-orders the selected partitions of an unclustered one. The
 // compaction options that apply carry over: target size, parallelism, dry run, and --where for Z-order.
 func runClustering(ctx context.Context, snap *delta.Snapshot, cf clusterFlags, opts optimize.Options, progress func(string)) (*result.Op, error) {
-	return cluster.Optimize(ctx, snap.Table(), snap, clusterOptions(cf, opts), progress)
-}
-
-func runZOrder(ctx context.Context, snap *delta.Snapshot, columns []string, opts optimize.Options, progress func(string)) (*result.Op, error) {
-	return cluster.ZOrder(ctx, snap.Table(), snap, columns, opts.Where, clusterOptions(defaultClusterFlags(), opts), progress)
-}
-
-func clusterOptions(cf clusterFlags, opts optimize.Options) cluster.Options {
-	return cluster.Options{
-		TargetFileSize: opts.TargetFileSize, Full: cf.full, AutoRecluster: cf.autoRecluster,
-		MinOffendingFiles: cf.minOffendingFiles, MinOverlapThreshold: cf.minOverlapThreshold,
-		MemoryLimit: sortMemory(), Parallelism: opts.Parallelism, DryRun: opts.DryRun,
+	copts, err := clusterOptions(cf, opts)
+	if err != nil {
+		return nil, err
 	}
+	return cluster.Optimize(ctx, snap.Table(), snap, copts, progress)
+}
+
+func runZOrder(ctx context.Context, snap *delta.Snapshot, columns []string, cf clusterFlags, opts optimize.Options, progress func(string)) (*result.Op, error) {
+	copts, err := clusterOptions(cf, opts)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.ZOrder(ctx, snap.Table(), snap, columns, opts.Where, copts, progress)
+}
+
+func clusterOptions(cf clusterFlags, opts optimize.Options) (cluster.Options, error) {
+	memory := sortMemory()
+	if cf.memoryLimit != "" {
+		n, err := parseSize("--memory-limit", cf.memoryLimit)
+		if err != nil {
+			return cluster.Options{}, err
+		}
+		memory = n
+	}
+	return cluster.Options{
+		TargetFileSize: opts.TargetFileSize, Full: cf.full || !cf.incremental, AutoRecluster: cf.autoRecluster,
+		MinOffendingFiles: cf.minOffendingFiles, MinOverlapThreshold: cf.minOverlapThreshold,
+		MemoryLimit: memory, TempDir: cf.tmpDir, Parallelism: opts.Parallelism, DryRun: opts.DryRun,
+	}, nil
 }
 
 // sortMemory is the clustering sort's memory budget: half of the Go memory limit when one is set (a

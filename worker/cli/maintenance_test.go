@@ -324,3 +324,57 @@ func TestMaintainCommand_AcceptsEveryFlagTheOperatorPasses(t *testing.T) {
 		t.Errorf("optimize removed %d files, want the 4 of the selected day", r.Ops[0].FilesRemoved)
 	}
 }
+
+// Spilling itself is tested in worker/cluster; here the flags must reach the engine.
+func TestOptimizeCommand_ClusteringSwitchesMirrorFabricAndReachTheEngine(t *testing.T) {
+	clustered := filepath.Join(t.TempDir(), "clustered")
+	demoTable(t, clustered, 6, 300)
+	if _, errOut, code := execute(t, newInspectCmd, clustered, "--cluster-by", "customer_id,order_ts"); code != 0 {
+		t.Fatal(errOut)
+	}
+	spill := t.TempDir()
+	cases := []struct {
+		name  string
+		args  []string
+		steps string
+	}{
+		{"a memory limit below the engine's minimum is refused", []string{"--memory-limit", "1mb"}, "cluster:refused"},
+		{"incremental with a memory limit and a spill directory", []string{"--memory-limit", "64mb", "--tmp-dir", spill}, "cluster:succeeded"},
+		{"again: everything is clustered", nil, "cluster:nothing_to_do"},
+		{"--incremental=false reclusters everything", []string{"--incremental=false"}, "cluster:succeeded"},
+		{"--full reclusters everything", []string{"--full", "--auto-recluster=false", "--min-offending-files", "2", "--min-overlap-threshold", "0.9"}, "cluster:succeeded"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rows := canonicalScan(t, clustered)
+			out, errOut, code := executeAs(t, Job, newOptimizeCmd, append([]string{clustered, "-o", "json"}, c.args...)...)
+			r := decodeResult(t, out)
+			wantCode := 0
+			if strings.HasSuffix(c.steps, "refused") {
+				wantCode = 2
+				if !strings.Contains(r.Message, "below the 16 MiB clustering needs") {
+					t.Errorf("refusal does not explain the memory limit: %s", r.Message)
+				}
+			}
+			if code != wantCode || opNames(r) != c.steps {
+				t.Fatalf("exit %d, steps %q (want %q): %s %s", code, opNames(r), c.steps, out, errOut)
+			}
+			if got := canonicalScan(t, clustered); !slices.Equal(got, rows) {
+				t.Fatal("the rows changed")
+			}
+		})
+	}
+	if entries, err := os.ReadDir(spill); err != nil || len(entries) != 0 {
+		t.Errorf("spill directory not cleaned up: %v %v", entries, err)
+	}
+
+	plain := filepath.Join(t.TempDir(), "plain")
+	demoTable(t, plain, 3, 100)
+	out, _, code := execute(t, newOptimizeCmd, plain, "-o", "json", "--full")
+	if r := decodeResult(t, out); code != 2 || r.Reason != result.ReasonBadArgument || !strings.Contains(r.Message, "--full applies to liquid-clustered tables") {
+		t.Fatalf("--full on an unclustered table: exit %d, %s", code, out)
+	}
+	if _, _, code := execute(t, newOptimizeCmd, clustered, "--memory-limit", "lots"); code != 2 {
+		t.Fatalf("--memory-limit lots: exit %d, want 2", code)
+	}
+}

@@ -22,6 +22,7 @@ func newOptimizeCmd(mode Mode) *cobra.Command {
 	var (
 		out    outputFlags
 		f      optimizeFlags
+		cf     = defaultClusterFlags()
 		dryRun bool
 	)
 	cmd := &cobra.Command{
@@ -34,20 +35,24 @@ most --target-file-size; each bin becomes one new file without deletion vectors.
 table do not change (the commit says dataChange=false), so readers, streams and concurrent appends
 are unaffected. --batch-size commits every N bins, so an interrupted run keeps its progress.
 
-On a clustered table optimize runs incremental clustering instead; --zorder-by a,b Z-orders the
-selected partitions of an unclustered table.`,
+On a clustered table optimize runs incremental liquid clustering instead: it rewrites only unclustered,
+small and deletion-heavy files plus groups of clustered files stacked over a common region, sorted along a
+Hilbert curve (Z-order for one column); --full (or --incremental=false) reclusters everything, and
+--auto-recluster, --min-offending-files and --min-overlap-threshold tune the overlap rule. Sorting beyond
+--memory-limit spills to --tmp-dir. --zorder-by a,b Z-orders the selected partitions of an unclustered table.`,
 		Example: `  deltakeeper optimize ./orders
   deltakeeper optimize ./orders --dry-run
   deltakeeper optimize s3://lake/events --where "day >= '2024-06-01'" --target-file-size 256mb --batch-size 20`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, "optimize", mode, &out, false, func(e *env) (*result.Result, error) {
-				return optimizeCommand(e, args[0], &f, dryRun)
+				return optimizeCommand(e, args[0], &f, cf, cmd.Flags(), dryRun)
 			})
 		},
 	}
 	out.bind(cmd)
 	f.bind(cmd.Flags())
+	cf.bind(cmd.Flags())
 	cmd.Flags().IntVar(&f.parallelism, "parallelism", 0, "goroutines reading and writing at once (default: number of CPUs)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan (bins, files, bytes) and change nothing")
 	return cmd
@@ -110,7 +115,7 @@ func parseSize(flag, s string) (int64, error) {
 	return n, nil
 }
 
-func optimizeCommand(e *env, location string, f *optimizeFlags, dryRun bool) (*result.Result, error) {
+func optimizeCommand(e *env, location string, f *optimizeFlags, cf clusterFlags, fs *pflag.FlagSet, dryRun bool) (*result.Result, error) {
 	opts, zorder, err := f.options(dryRun)
 	if err != nil {
 		return nil, err
@@ -124,7 +129,14 @@ func optimizeCommand(e *env, location string, f *optimizeFlags, dryRun bool) (*r
 	if err != nil {
 		return nil, tableError(err)
 	}
-	op, rep, err := optimizeStep(e, snap, opts, zorder, defaultClusterFlags())
+	if clustered, cerr := isClustered(snap); cerr == nil && !clustered {
+		for _, n := range clusteringOnly {
+			if fs.Changed(n) {
+				return nil, badArg("--%s applies to liquid-clustered tables; %s has no clustering columns (set them with deltakeeper alter --cluster-by)", n, location)
+			}
+		}
+	}
+	op, rep, err := optimizeStep(e, snap, opts, zorder, cf)
 	res := &result.Result{}
 	if op != nil {
 		res.Ops = []result.Op{*op}
@@ -158,7 +170,7 @@ func optimizeStep(e *env, snap *delta.Snapshot, opts optimize.Options, zorder []
 		return renamed(op, "cluster"), nil, err
 	case len(zorder) > 0:
 		// Z-order is OPTIMIZE … ZORDER BY: reported as the optimize step, as the operator counts it.
-		op, err := runZOrder(e.ctx, snap, zorder, opts, progress)
+		op, err := runZOrder(e.ctx, snap, zorder, cf, opts, progress)
 		return renamed(op, "optimize"), nil, err
 	}
 	rep, err := optimize.RunSnapshot(e.ctx, snap, opts, progress)
