@@ -210,20 +210,10 @@ func fromDuck(t *testing.T, v any, typ types.DataType) types.Value {
 
 func ourTable(t *testing.T, snap *delta.Snapshot) []string {
 	t.Helper()
-	scan, err := table.NewScan(snap, table.ScanOptions{})
+	rows, err := tabletest.SortedRows(t.Context(), snap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []string
-	if _, err := scan.Run(t.Context(), func(b []types.Struct) error {
-		for _, r := range b {
-			rows = append(rows, table.CanonicalRow(r))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(rows)
 	return rows
 }
 

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +19,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
-	"github.com/deltakeeper/deltakeeper/worker/table"
-	"github.com/deltakeeper/deltakeeper/worker/types"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 )
 
 // execute runs one table command as the CLI would and returns stdout, stderr and the exit code.
@@ -243,19 +241,9 @@ func canonicalScan(t *testing.T, location string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scan, err := table.NewScan(snap, table.ScanOptions{})
+	out, err := tabletest.SortedRows(t.Context(), snap) // sorted: file order follows random file names
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	if _, err := scan.Run(t.Context(), func(rows []types.Struct) error {
-		for _, r := range rows {
-			out = append(out, table.CanonicalRow(r))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out) // file order follows random file names
 	return out
 }

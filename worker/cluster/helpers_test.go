@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/cluster"
@@ -111,21 +110,11 @@ func (f *fixture) rows() []string {
 
 func canonicalRows(t *testing.T, snap *delta.Snapshot) []string {
 	t.Helper()
-	sc, err := table.NewScan(snap, table.ScanOptions{})
+	rows, err := tabletest.SortedRows(context.Background(), snap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	if _, err := sc.Run(context.Background(), func(rows []types.Struct) error {
-		for _, r := range rows {
-			out = append(out, table.CanonicalRow(r))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(out)
-	return out
+	return rows
 }
 
 func (f *fixture) optimize(opts cluster.Options) *result.Op {

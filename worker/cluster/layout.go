@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-	"github.com/google/uuid"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -237,7 +236,7 @@ func newOutputs(l *layout, pv delta.PartitionValues, cube *zcube) (*outputs, err
 
 // create starts output file seq.
 func (o *outputs) create(ctx context.Context, seq int) (string, storage.Writer, error) {
-	key := fmt.Sprintf("%spart-%05d-%s.c000%s.parquet", o.dir, seq, uuid.NewString(), codecExtension(o.l.writer.Codec))
+	key := o.dir + delta.DataFileName(seq, o.l.writer.Codec)
 	w, err := o.l.snap.Table().Store().Create(ctx, key)
 	if err != nil {
 		return "", nil, fmt.Errorf("create %s: %w", key, err)
@@ -280,21 +279,4 @@ func (o *outputs) abort(ctx context.Context) error {
 		return fmt.Errorf("delete %d uncommitted output files: %w", len(errs), errs[0])
 	}
 	return nil
-}
-
-// codecExtension is the file-name infix Spark uses for a codec ("part-…c000.zstd.parquet").
-func codecExtension(codec string) string {
-	switch strings.ToLower(codec) {
-	case "", "zstd":
-		return ".zstd"
-	case "snappy":
-		return ".snappy"
-	case "gzip":
-		return ".gz"
-	case "lz4", "lz4_raw":
-		return ".lz4raw"
-	case "brotli":
-		return ".br"
-	}
-	return ""
 }

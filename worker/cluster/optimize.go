@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
@@ -20,23 +19,12 @@ import (
 // ZCubes, and committed with dataChange=false. The returned Op reports the step; on error it carries
 // the outcome and reason too (the error is a *result.Error).
 func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts Options, progress func(string)) (*result.Op, error) {
-	start := time.Now()
-	op := &result.Op{Name: "cluster"}
-	finish := func(err error) (*result.Op, error) {
-		op.DurationMs = time.Since(start).Milliseconds()
-		if err != nil {
-			op.Outcome, op.Reason = result.Classify(err)
-			op.Message = err.Error()
-		}
-		return op, err
-	}
+	st := newStep("cluster")
+	op, finish := st.op, st.finish
 	loc := tbl.Location()
-	opts, err := opts.withDefaults()
+	opts, err := prepareRewrite(snap, opts)
 	if err != nil {
-		return finish(result.Refuse(result.ReasonBadArgument, fmt.Errorf("table %s: %w", loc, err)))
-	}
-	if err := snap.CheckOperation(delta.OpRewrite); err != nil {
-		return finish(result.Refuse(result.ReasonUnsupportedFeature, err))
+		return finish(err)
 	}
 	keys, clustered, err := snap.ClusteringColumns()
 	if err != nil {

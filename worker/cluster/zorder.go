@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
@@ -19,23 +18,12 @@ import (
 // over the columns' range ids into files of the target size, all partitions in one commit. Like
 // Spark's, it rewrites whole partitions every run (Z-order is not incremental; liquid clustering is).
 func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns []string, where *expr.Expr, opts Options, progress func(string)) (*result.Op, error) {
-	start := time.Now()
-	op := &result.Op{Name: "zorder"}
-	finish := func(err error) (*result.Op, error) {
-		op.DurationMs = time.Since(start).Milliseconds()
-		if err != nil {
-			op.Outcome, op.Reason = result.Classify(err)
-			op.Message = err.Error()
-		}
-		return op, err
-	}
+	st := newStep("zorder")
+	op, finish := st.op, st.finish
 	loc := tbl.Location()
-	opts, err := opts.withDefaults()
+	opts, err := prepareRewrite(snap, opts)
 	if err != nil {
-		return finish(result.Refuse(result.ReasonBadArgument, fmt.Errorf("table %s: %w", loc, err)))
-	}
-	if err := snap.CheckOperation(delta.OpRewrite); err != nil {
-		return finish(result.Refuse(result.ReasonUnsupportedFeature, err))
+		return finish(err)
 	}
 	if cols, clustered, err := snap.ClusteringColumns(); err == nil && clustered && len(cols) > 0 {
 		return finish(result.Refuse(result.ReasonBadArgument, fmt.Errorf(

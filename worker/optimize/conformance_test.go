@@ -19,8 +19,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
-	"github.com/deltakeeper/deltakeeper/worker/table"
-	"github.com/deltakeeper/deltakeeper/worker/types"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 	"github.com/deltakeeper/deltakeeper/worker/vacuum"
 )
 
@@ -186,19 +185,7 @@ func scanRows(t *testing.T, tbl *delta.Table) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	scan, err := table.NewScan(snap, table.ScanOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var rows []string
-	_, err = scan.Run(t.Context(), func(batch []types.Struct) error {
-		for _, r := range batch {
-			rows = append(rows, table.CanonicalRow(r))
-		}
-		return nil
-	})
-	slices.Sort(rows)
-	return rows, err
+	return tabletest.SortedRows(t.Context(), snap)
 }
 
 // hashTree maps every file under dir to its SHA-256.

@@ -13,7 +13,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
-	"github.com/deltakeeper/deltakeeper/worker/types"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 )
 
 // backends are the stores the behaviour tests run on: local disk and the real S3 test server.
@@ -58,20 +58,10 @@ func demoTable(t *testing.T, store storage.Store, files, rows int, partitioned b
 // rowsAt returns the canonical rows of a snapshot, sorted: equal slices mean equal row multisets.
 func rowsAt(t *testing.T, snap *delta.Snapshot) []string {
 	t.Helper()
-	scan, err := table.NewScan(snap, table.ScanOptions{})
+	rows, err := tabletest.SortedRows(t.Context(), snap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []string
-	if _, err := scan.Run(t.Context(), func(batch []types.Struct) error {
-		for _, r := range batch {
-			rows = append(rows, table.CanonicalRow(r))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(rows)
 	return rows
 }
 

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 )
 
@@ -45,26 +43,4 @@ func partitionDir(snap *delta.Snapshot, pv delta.PartitionValues) string {
 		b.WriteByte('/')
 	}
 	return b.String()
-}
-
-// codecExtension is the file-name infix Spark uses for a codec ("part-…c000.zstd.parquet").
-func codecExtension(codec string) string {
-	switch strings.ToLower(codec) {
-	case "", "zstd":
-		return ".zstd"
-	case "snappy":
-		return ".snappy"
-	case "gzip":
-		return ".gz"
-	case "lz4", "lz4_raw":
-		return ".lz4raw"
-	case "brotli":
-		return ".br"
-	}
-	return "" // uncompressed / none
-}
-
-// dataFileName returns a new Spark-like data file name: part-<seq>-<uuid>.c000.<codec>.parquet.
-func dataFileName(seq int, codec string) string {
-	return fmt.Sprintf("part-%05d-%s.c000%s.parquet", seq, uuid.NewString(), codecExtension(codec))
 }

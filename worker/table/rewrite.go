@@ -50,7 +50,7 @@ func (o *RewriteOutputs) Options() parquetio.RewriteOptions {
 
 // Create is the create(i) factory of parquetio.Rewrite.
 func (o *RewriteOutputs) Create(i int) (storage.Writer, error) {
-	key := o.dir + dataFileName(i, o.l.writer.Codec)
+	key := o.dir + delta.DataFileName(i, o.l.writer.Codec)
 	w, err := o.l.snap.Table().Store().Create(o.ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", key, err)

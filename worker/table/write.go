@@ -242,7 +242,7 @@ func (w *Writer) writeTo(dir string, pv delta.PartitionValues, rows []types.Stru
 }
 
 func (w *Writer) start(dir string, pv delta.PartitionValues) (*openFile, error) {
-	key := dir + dataFileName(w.seq, w.l.writer.Codec)
+	key := dir + delta.DataFileName(w.seq, w.l.writer.Codec)
 	w.seq++
 	sw, err := w.l.snap.Table().Store().Create(w.ctx, key)
 	if err != nil {

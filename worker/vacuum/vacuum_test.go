@@ -17,7 +17,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
-	"github.com/deltakeeper/deltakeeper/worker/types"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 )
 
 var backends = []struct {
@@ -347,20 +347,10 @@ func stored(t *testing.T, store storage.Store) map[string]int64 {
 
 func scanRows(t *testing.T, tbl *delta.Table) []string {
 	t.Helper()
-	scan, err := table.NewScan(latest(t, tbl), table.ScanOptions{})
+	rows, err := tabletest.SortedRows(t.Context(), latest(t, tbl))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []string
-	if _, err := scan.Run(t.Context(), func(batch []types.Struct) error {
-		for _, r := range batch {
-			rows = append(rows, table.CanonicalRow(r))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(rows)
 	return rows
 }
 
