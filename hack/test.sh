@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - everything `make test` runs, building what the tests need first (nothing comes pre-installed):
-#   kube-apiserver + etcd + kubectl from the Go module proxy (envtest), the S3-compatible test server, then
+#   kube-apiserver + etcd + kubectl from the Go module proxy (envtest), the S3-compatible test server, the
+#   Helm CLI (the chart is linted, rendered and dry-run applied), then
 #   lint, every Go test of the main module (unit, conformance, S3 integration, envtest) and the benchmark
 #   module's cross-checks against DuckDB.
 set -euo pipefail
@@ -14,6 +15,8 @@ KUBEBUILDER_ASSETS=$(hack/build-k8s.sh)
 export KUBEBUILDER_ASSETS
 DELTAKEEPER_S3SERVER=$(hack/build-s3server.sh)
 export DELTAKEEPER_S3SERVER
+DELTAKEEPER_HELM=$(hack/build-helm.sh)
+export DELTAKEEPER_HELM
 export DELTA_CONFORMANCE_DIR=${DELTA_CONFORMANCE_DIR:-$(cd "$root/.." && pwd)/shared/delta-conformance}
 
 step "lint"
