@@ -33,7 +33,9 @@ func newOptimizeCmd(mode Mode) *cobra.Command {
 and files with deletion vectors but no row count are grouped by partition and packed into bins of at
 most --target-file-size; each bin becomes one new file without deletion vectors. The rows of the
 table do not change (the commit says dataChange=false), so readers, streams and concurrent appends
-are unaffected. --batch-size commits every N bins, so an interrupted run keeps its progress.
+are unaffected. --batch-size commits every N bins, so an interrupted run keeps its progress. With
+row tracking enabled every row keeps its stable row id and row commit version: they are written into
+the materialized columns the table names (delta.rowTracking.materialized*ColumnName), as Spark does.
 
 On a clustered table optimize runs incremental liquid clustering instead: it rewrites only unclustered,
 small and deletion-heavy files plus groups of clustered files stacked over a common region, sorted along a

@@ -2,38 +2,13 @@ package cluster_test
 
 import (
 	"context"
-	"encoding/binary"
 	"testing"
-
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
 	"github.com/deltakeeper/deltakeeper/worker/cluster"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 )
-
-// inlineDV builds an inline deletion vector ("i": the bitmap Z85-encoded in the log).
-func inlineDV(t *testing.T, rows ...uint64) *delta.DeletionVectorDescriptor {
-	t.Helper()
-	data, err := delta.EncodeRoaringBitmapArray(roaring64.BitmapOf(rows...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-	padded := append(append([]byte{}, data...), make([]byte, (4-len(data)%4)%4)...)
-	var z []byte
-	for i := 0; i < len(padded); i += 4 {
-		v := binary.BigEndian.Uint32(padded[i:])
-		var block [5]byte
-		for j := 4; j >= 0; j-- {
-			block[j] = alphabet[v%85]
-			v /= 85
-		}
-		z = append(z, block[:]...)
-	}
-	return &delta.DeletionVectorDescriptor{StorageType: delta.DVStorageInline, PathOrInlineDv: string(z),
-		SizeInBytes: int32(len(data)), Cardinality: int64(len(rows))}
-}
 
 func TestOptimize_PurgesRowsHiddenByDeletionVectors(t *testing.T) {
 	f := newFixture(t, map[string]string{"delta.enableDeletionVectors": "true"})
@@ -51,7 +26,11 @@ func TestOptimize_PurgesRowsHiddenByDeletionVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tx.Remove(true, victim)
-	tx.Add(victim.WithDeletionVector(inlineDV(t, deleted...), victim.ModificationTime))
+	dv, err := tabletest.InlineDV(deleted...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.Add(victim.WithDeletionVector(dv, victim.ModificationTime))
 	if _, err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,6 @@ type layout struct {
 
 	// Row tracking: rtID/rtVersion are the materialized columns' positions in schema (-1 when row ids
 	// need not be preserved).
-	rt              delta.RowTracking
 	rtID, rtVersion int
 	leafColumns     int
 }
@@ -41,25 +40,17 @@ type layout struct {
 // newLayout resolves the key columns (physical paths) against the table's data-file schema.
 func newLayout(snap *delta.Snapshot, keys [][]string, target int64) (*layout, error) {
 	loc := snap.Table().Location()
-	l := &layout{snap: snap, schema: &types.StructType{}, rtID: -1, rtVersion: -1, target: target}
-	parts := snap.Metadata().PartitionColumns
-	for i, f := range snap.PhysicalSchema().Fields {
-		if !slices.Contains(parts, snap.Schema().Fields[i].Name) {
-			l.schema.Fields = append(l.schema.Fields, f)
-		}
-	}
-	rt, err := snap.RowTracking()
+	l := &layout{snap: snap, rtID: -1, rtVersion: -1, target: target}
+	// The file schema compaction writes too: the materialized row-tracking columns are appended when
+	// row ids must be preserved.
+	schema, rt, err := snap.RewriteFileSchema()
 	if err != nil {
-		return nil, fmt.Errorf("table %s: %w", loc, err)
+		return nil, err
 	}
-	l.rt = rt
-	if rt.Enabled {
-		if rt.MaterializedRowIDColumn == "" || rt.MaterializedRowCommitVersionColumn == "" {
-			return nil, fmt.Errorf("table %s has row tracking enabled but names no materialized row id / row commit version columns, so clustering cannot preserve row ids; refusing to rewrite (set %s and %s, as Spark does when enabling row tracking): %w",
-				loc, delta.PropMaterializedRowIDColumn, delta.PropMaterializedRowCommitVer, delta.ErrUnsupportedTable)
-		}
-		l.rtID = l.hiddenLong(rt.MaterializedRowIDColumn)
-		l.rtVersion = l.hiddenLong(rt.MaterializedRowCommitVersionColumn)
+	l.schema = schema
+	if rt != nil {
+		l.rtID = slices.IndexFunc(schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowID })
+		l.rtVersion = slices.IndexFunc(schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowCommitVersion })
 	}
 	l.matchIDs = snap.ColumnMappingMode() == delta.ColumnMappingID
 	l.writer = parquetio.WriterOptions{Codec: snap.Properties().CompressionCodec(), WriteFieldIDs: l.matchIDs}
@@ -101,16 +92,6 @@ func newLayout(snap *delta.Snapshot, keys [][]string, target int64) (*layout, er
 	}
 	l.leafColumns = countLeaves(l.schema)
 	return l, nil
-}
-
-// hiddenLong returns the position of a materialized row-tracking column, appending it to the file
-// schema (it is not part of the table schema).
-func (l *layout) hiddenLong(name string) int {
-	if i := slices.IndexFunc(l.schema.Fields, func(f *types.StructField) bool { return f.Name == name }); i >= 0 {
-		return i
-	}
-	l.schema.Fields = append(l.schema.Fields, &types.StructField{Name: name, Type: types.Primitive(types.TypeLong), Nullable: true})
-	return len(l.schema.Fields) - 1
 }
 
 func countLeaves(t types.DataType) int {

@@ -3,7 +3,9 @@ package delta
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
@@ -61,25 +63,76 @@ func highWaterMarkConfig(hwm int64) string { return fmt.Sprintf(`{"rowIdHighWate
 // PreservedRowID returns the stable row id of the row at physical index rowIndex of file f:
 // the materialized column's value when the row has one, otherwise baseRowId + rowIndex.
 func PreservedRowID(f *AddFile, rowIndex int64, materialized types.Value) (int64, error) {
-	if v, ok := asInt64(materialized); ok {
-		return v, nil
+	id, err := f.RowTrackingBase().RowID(rowIndex, materialized)
+	if err != nil {
+		return 0, fmt.Errorf("file %s: %w", f.Path, err)
 	}
-	if f.BaseRowID == nil {
-		return 0, fmt.Errorf("file %s has no baseRowId, so its rows have no stable ids to preserve", f.Path)
-	}
-	return *f.BaseRowID + rowIndex, nil
+	return id, nil
 }
 
 // PreservedRowCommitVersion returns the row commit version of a row of f: the materialized
 // column's value when set, otherwise the file's defaultRowCommitVersion.
 func PreservedRowCommitVersion(f *AddFile, materialized types.Value) (int64, error) {
-	if v, ok := asInt64(materialized); ok {
-		return v, nil
+	v, err := f.RowTrackingBase().RowCommitVersion(materialized)
+	if err != nil {
+		return 0, fmt.Errorf("file %s: %w", f.Path, err)
 	}
-	if f.DefaultRowCommitVersion == nil {
-		return 0, fmt.Errorf("file %s has no defaultRowCommitVersion", f.Path)
+	return v, nil
+}
+
+// RowTrackingBase is what f says about its rows' identities, in the form parquetio.Rewrite takes
+// (RewriteInput.RowTracking) to preserve them while copying columns.
+func (f *AddFile) RowTrackingBase() parquetio.RowTrackingBase {
+	return parquetio.RowTrackingBase{BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion}
+}
+
+// MustPreserve reports whether a rewrite has to carry every row's id and commit version into the
+// materialized columns: row tracking is enabled and active. It is the condition under which a
+// rewrite's commit must declare TxnOptions.RowTrackingPreserved.
+func (rt RowTracking) MustPreserve() bool { return rt.Enabled && rt.Supported && !rt.Suspended }
+
+// PreservedColumns names the materialized columns for parquetio.RewriteOptions.RowTracking when the
+// rewrite must preserve row ids (MustPreserve), nil otherwise. Row tracking enabled without the
+// column names cannot be preserved and is refused (the features gate refuses such tables first).
+func (rt RowTracking) PreservedColumns() (*parquetio.RowTrackingColumns, error) {
+	if !rt.MustPreserve() {
+		return nil, nil
 	}
-	return *f.DefaultRowCommitVersion, nil
+	if rt.MaterializedRowIDColumn == "" || rt.MaterializedRowCommitVersionColumn == "" {
+		return nil, fmt.Errorf("row tracking is enabled but the table names no materialized row id / row commit version columns, so a rewrite cannot preserve row ids (set %s and %s, as Spark does when enabling row tracking): %w",
+			PropMaterializedRowIDColumn, PropMaterializedRowCommitVer, ErrUnsupportedTable)
+	}
+	return &parquetio.RowTrackingColumns{RowID: rt.MaterializedRowIDColumn, RowCommitVersion: rt.MaterializedRowCommitVersionColumn}, nil
+}
+
+// RewriteFileSchema is the data-file schema of a rewrite of the table's files (compaction,
+// clustering): physical names, no partition columns, and, when row ids must be preserved
+// (RowTracking.MustPreserve), the two materialized row-tracking columns as nullable longs at the end.
+// They are not table columns, so readers that do not know them ignore them. rt names them for
+// parquetio.RewriteOptions.RowTracking; it is nil when row ids need not be preserved.
+func (s *Snapshot) RewriteFileSchema() (schema *types.StructType, rt *parquetio.RowTrackingColumns, err error) {
+	track, err := s.RowTracking()
+	if err != nil {
+		return nil, nil, err
+	}
+	if rt, err = track.PreservedColumns(); err != nil {
+		return nil, nil, fmt.Errorf("table %s: %w", s.table.Location(), err)
+	}
+	parts := s.metadata.PartitionColumns
+	schema = &types.StructType{}
+	for i, f := range s.PhysicalSchema().Fields {
+		if !slices.Contains(parts, s.Schema().Fields[i].Name) {
+			schema.Fields = append(schema.Fields, f)
+		}
+	}
+	if rt != nil {
+		for _, name := range []string{rt.RowID, rt.RowCommitVersion} {
+			if !slices.ContainsFunc(schema.Fields, func(f *types.StructField) bool { return f.Name == name }) {
+				schema.Fields = append(schema.Fields, &types.StructField{Name: name, Type: types.Primitive(types.TypeLong), Nullable: true})
+			}
+		}
+	}
+	return schema, rt, nil
 }
 
 // rowIDAssignment remembers which adds the transaction gave ids to, so that a rebase onto a

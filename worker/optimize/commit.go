@@ -100,7 +100,13 @@ func (c *committer) keepLive(ctx context.Context, batch []*rewritten, cause stri
 // transaction builds the OPTIMIZE commit of a batch on the current base snapshot: removes carry the
 // base's own file actions (same path and deletion vector as planned).
 func (c *committer) transaction(batch []*rewritten) (*delta.Transaction, error) {
-	tx, err := c.base.Begin(delta.OpRewrite, delta.TxnOptions{Operation: "OPTIMIZE", OperationParameters: c.params})
+	// Every bin of a run is rewritten from one snapshot, so they all preserved row ids or none did;
+	// incompatible refuses a base whose row tracking differs from theirs.
+	preserved := true
+	for _, rw := range batch {
+		preserved = preserved && rw.outs.RowTrackingPreserved()
+	}
+	tx, err := c.base.Begin(delta.OpRewrite, delta.TxnOptions{Operation: "OPTIMIZE", OperationParameters: c.params, RowTrackingPreserved: preserved})
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +178,17 @@ func incompatible(base, latest *delta.Snapshot) string {
 		return "the partition columns changed"
 	case base.ColumnMappingMode() != latest.ColumnMappingMode():
 		return "the column mapping mode changed"
+	}
+	// Outputs carry materialized row ids only when base required them; a table that started to
+	// require them (or renamed the columns) needs a new rewrite.
+	ra, erra := base.RowTracking()
+	rb, errb := latest.RowTracking()
+	switch {
+	case erra != nil || errb != nil:
+		return "the row-tracking domain cannot be read"
+	case ra.MustPreserve() != rb.MustPreserve(),
+		rb.MustPreserve() && (ra.MaterializedRowIDColumn != rb.MaterializedRowIDColumn || ra.MaterializedRowCommitVersionColumn != rb.MaterializedRowCommitVersionColumn):
+		return "row tracking changed"
 	}
 	return ""
 }

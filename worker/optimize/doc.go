@@ -11,7 +11,12 @@
 //     carries a deletion vector (rewriting it purges the deleted rows).
 //   - rewrite: each bin is streamed through parquetio.Rewrite (page-level column copy, deletion
 //     vectors applied, output rolled at the target size), bins in parallel. Memory is bounded by a
-//     few row groups per bin in flight, whatever the table size.
+//     few row groups per bin in flight, whatever the table size. On tables with row tracking
+//     enabled the outputs also carry every row's stable row id and row commit version in the
+//     materialized columns (delta.rowTracking.materialized*ColumnName): the value the input stored,
+//     else its baseRowId plus the row's position in the original file (deleted rows counted) and its
+//     defaultRowCommitVersion — Spark's OPTIMIZE does the same — and the commit declares
+//     delta.rowTracking.preserved; the new files get fresh ids above the high-water mark.
 //   - commit: every batch of bins is one OPTIMIZE commit through delta.Transaction, removes and adds
 //     with dataChange=false. Blind appends that win the race are rebased onto by the transaction
 //     itself. When a winner conflicts (a concurrent compaction, DELETE or MERGE took some inputs),

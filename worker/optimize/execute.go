@@ -163,7 +163,8 @@ func openInput(ctx context.Context, store storage.Store, loc string, f *delta.Ad
 	if err != nil {
 		return parquetio.RewriteInput{}, fmt.Errorf("table %s: %w", loc, err)
 	}
-	in := parquetio.RewriteInput{}
+	// The base values are only read when the rewrite preserves row ids (RewriteOutputs.Options).
+	in := parquetio.RewriteInput{RowTracking: f.RowTrackingBase()}
 	if f.DeletionVector != nil {
 		bm, err := delta.LoadDeletionVector(ctx, store, f.DeletionVector)
 		if err != nil {

@@ -135,9 +135,6 @@ func configure(snap *delta.Snapshot, opts Options) (planConfig, error) {
 	if err := snap.CheckOperation(delta.OpRewrite); err != nil {
 		return planConfig{}, err
 	}
-	if err := refuseRowTracking(snap); err != nil {
-		return planConfig{}, err
-	}
 	if cols, ok, err := snap.ClusteringColumnsLogical(); err != nil {
 		return planConfig{}, fmt.Errorf("table %s: %w", loc, err)
 	} else if ok && len(cols) > 0 {
@@ -197,24 +194,6 @@ func partitionFilter(snap *delta.Snapshot, where *expr.Expr) (func(*delta.AddFil
 	// MightMatch is exact on partition values; a value that does not parse keeps the file, which
 	// only widens the compaction.
 	return func(f *delta.AddFile) bool { return pred.MightMatch(table.FileFacts(snap, f)) }, nil
-}
-
-// refuseRowTracking refuses tables with row tracking enabled: a rewrite must carry every row's
-// stable id into the materialized columns, which deltakeeper's column copy does not do yet. Without
-// this check the commit would be refused only after all the rewriting.
-func refuseRowTracking(snap *delta.Snapshot) error {
-	props := snap.Properties()
-	on, err := props.Bool(delta.PropEnableRowTracking, false)
-	if err != nil {
-		return fmt.Errorf("table %s: %w", snap.Table().Location(), err)
-	}
-	suspended, _ := props.Bool(delta.PropRowTrackingSuspended, false)
-	if !on || suspended || !snap.Protocol().HasWriterFeature(delta.FeatureRowTracking) {
-		return nil
-	}
-	return &delta.UnsupportedError{Table: snap.Table().Location(), Operation: delta.OpRewrite, Feature: delta.FeatureRowTracking,
-		Reason: "row tracking is enabled and deltakeeper's rewrite cannot preserve row ids yet",
-		Hint:   "compact with Spark, or set delta.rowTrackingSuspended=true if the table's readers do not need stable row ids"}
 }
 
 // operationParameters are Spark's OPTIMIZE parameters: the predicate as a JSON list, zOrderBy, auto.

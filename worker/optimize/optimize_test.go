@@ -14,9 +14,6 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/expr"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
-	"github.com/deltakeeper/deltakeeper/worker/table"
-	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
-	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 func TestOptimize_CompactsSmallFilesWithoutChangingRows(t *testing.T) {
@@ -245,32 +242,6 @@ func (s *failingCreates) Create(ctx context.Context, key string) (storage.Writer
 		return nil, errors.New("injected create failure")
 	}
 	return s.Store.Create(ctx, key)
-}
-
-func TestOptimize_RefusesTablesWithRowTrackingBeforeWriting(t *testing.T) {
-	store := localStore(t)
-	schema := &types.StructType{Fields: []*types.StructField{{Name: "id", Type: types.Primitive("long"), Nullable: true}}}
-	tbl, snap, err := tabletest.Create(t.Context(), store, schema, nil, "", map[string]string{delta.PropEnableRowTracking: "true"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 3 {
-		if _, err := table.Append(t.Context(), snap, []types.Struct{{int64(i)}}, table.WriteOptions{DataChange: true}); err != nil {
-			t.Fatal(err)
-		}
-		snap = latest(t, tbl)
-	}
-	if !snap.Protocol().HasWriterFeature(delta.FeatureRowTracking) {
-		t.Fatalf("protocol %+v lacks rowTracking", snap.Protocol())
-	}
-	files := storedFiles(t, store)
-	_, err = Run(t.Context(), tbl, Options{}, nil)
-	if !errors.Is(err, delta.ErrUnsupportedTable) || !strings.Contains(err.Error(), "rowTracking") {
-		t.Fatalf("error %v, want a rowTracking refusal", err)
-	}
-	if latest(t, tbl).Version() != snap.Version() || !maps.Equal(storedFiles(t, store), files) {
-		t.Fatal("the refused run wrote something")
-	}
 }
 
 func TestOptimize_InterruptedRunKeepsCommittedBatchesAndLeavesNoOrphans(t *testing.T) {

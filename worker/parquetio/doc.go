@@ -8,7 +8,9 @@
 //   - NewWriter writes rows the way Spark maps Delta types, with explicit encodings (dictionary while
 //     it pays, PLAIN otherwise), data page v1, a page index and exact per-column statistics.
 //   - Rewrite compacts files (deletion vectors applied) by copying columns page by page in bulk, with
-//     bounded memory and all cores busy; files whose layout differs go through the logical path.
+//     bounded memory and all cores busy; files whose layout differs go through the logical path. It can
+//     preserve Delta row tracking (RewriteOptions.RowTracking): materialized row ids and commit
+//     versions are kept, missing ones computed per column from each input's base values.
 //
 // Reading and writing go through the Delta type system of package types, not through Parquet's: callers
 // pass a Delta schema whose field names are the names stored in the files (the physical names under

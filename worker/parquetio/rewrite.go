@@ -21,6 +21,9 @@ type RewriteInput struct {
 	File storage.ReaderAt
 	// Deleted holds the file's deleted rows (its deletion vector), physical indexes; nil for none.
 	Deleted *roaring64.Bitmap
+	// RowTracking is the file's baseRowId and defaultRowCommitVersion; read only when
+	// RewriteOptions.RowTracking is set.
+	RowTracking RowTrackingBase
 }
 
 // RewriteOptions control Rewrite.
@@ -40,6 +43,12 @@ type RewriteOptions struct {
 	// pages; 0 means GOMAXPROCS. The cores used are bounded by GOMAXPROCS: on 2 cores, 2 column
 	// goroutines and 2 compressors keep both busy even when one column holds most of the data.
 	Parallelism int
+	// RowTracking, when set, preserves every row's stable row id and row commit version (Delta row
+	// tracking) in the named columns of Schema: a row keeps its materialized values when the input
+	// stores non-null ones, and otherwise gets its input's baseRowId plus its physical index in the
+	// input (deleted rows counted) and its input's defaultRowCommitVersion. Inputs stay on the
+	// column-copy path: the values are computed per column, not per row.
+	RowTracking *RowTrackingColumns
 }
 
 // RewriteResult describes what Rewrite wrote.
@@ -76,6 +85,15 @@ func Rewrite(ctx context.Context, inputs []RewriteInput, create func(i int) (sto
 	outTree, _, err := buildSchemaTree(out.elements)
 	if err != nil {
 		return nil, fmt.Errorf("rewrite: %w", err)
+	}
+	rt := rowTrackingPlan{id: -1, version: -1}
+	if opts.RowTracking != nil {
+		if rt.id, rt.version, err = rowTrackingFields(opts.Schema, opts.RowTracking); err != nil {
+			return nil, fmt.Errorf("rewrite: %w", err)
+		}
+		for _, in := range inputs {
+			rt.base = append(rt.base, in.RowTracking)
+		}
 	}
 	res := &RewriteResult{}
 	files := make([]*File, len(inputs))
@@ -119,7 +137,11 @@ func Rewrite(ctx context.Context, inputs []RewriteInput, create func(i int) (sto
 	for j, l := range out.leaves {
 		lanes[j] = newLane(l, cfg, files, plans, bufSize)
 	}
-	general := newGeneralLane(opts.Schema, out, cfg, files, deleted, opts.MatchFieldIDs)
+	if rt.base != nil {
+		lanes[outTree.children[rt.id].leaf].rt = &rtFill{kind: rtRowID, base: rt.base}
+		lanes[outTree.children[rt.version].leaf].rt = &rtFill{kind: rtCommitVersion, base: rt.base}
+	}
+	general := newGeneralLane(opts.Schema, out, cfg, files, deleted, opts.MatchFieldIDs, rt)
 	defer general.close()
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -21,13 +21,15 @@ type generalLane struct {
 	deleted  []*roaring64.Bitmap
 	shred    *shredder
 	encs     []*columnEncoder
+	rt       rowTrackingPlan
 	input    int
 	rows     *RowReader
 	pending  []types.Struct // rows read but not yet written
+	indexes  []int64        // physical indexes of the pending rows, when row tracking is preserved
 }
 
-func newGeneralLane(schema *types.StructType, out *outputSchema, cfg *encoderConfig, files []*File, deleted []*roaring64.Bitmap, matchIDs bool) *generalLane {
-	g := &generalLane{schema: schema, matchIDs: matchIDs, files: files, deleted: deleted, shred: newShredder(out), input: -1}
+func newGeneralLane(schema *types.StructType, out *outputSchema, cfg *encoderConfig, files []*File, deleted []*roaring64.Bitmap, matchIDs bool, rt rowTrackingPlan) *generalLane {
+	g := &generalLane{schema: schema, matchIDs: matchIDs, files: files, deleted: deleted, shred: newShredder(out), rt: rt, input: -1}
 	for _, l := range out.leaves {
 		g.encs = append(g.encs, newColumnEncoder(l, cfg))
 	}
@@ -62,7 +64,7 @@ func (g *generalLane) copy(ctx context.Context, s rgSlice) error {
 		if g.rows != nil {
 			g.rows.Close()
 		}
-		rr, err := g.files[s.input].Rows(ctx, g.schema, ReadOptions{MatchFieldIDs: g.matchIDs, Deleted: g.deleted[s.input], BatchSize: shredBatch})
+		rr, err := g.files[s.input].Rows(ctx, g.schema, ReadOptions{MatchFieldIDs: g.matchIDs, Deleted: g.deleted[s.input], BatchSize: shredBatch, WithRowIndex: g.rt.base != nil})
 		if err != nil {
 			return err
 		}
@@ -78,10 +80,15 @@ func (g *generalLane) copy(ctx context.Context, s rgSlice) error {
 			if err != nil {
 				return err
 			}
-			g.pending = b.Rows
+			g.pending, g.indexes = b.Rows, b.RowIndexes
 		}
 		n := int(min(int64(len(g.pending)), left))
-		for _, r := range g.pending[:n] {
+		for k, r := range g.pending[:n] {
+			if g.rt.base != nil {
+				if err := g.rt.base[s.input].preserve(r, g.rt.id, g.rt.version, g.indexes[k]); err != nil {
+					return err
+				}
+			}
 			if err := g.shred.row(r); err != nil {
 				return err
 			}
@@ -93,6 +100,9 @@ func (g *generalLane) copy(ctx context.Context, s rgSlice) error {
 			g.shred.batches[i].reset()
 		}
 		g.pending = g.pending[n:]
+		if g.indexes != nil {
+			g.indexes = g.indexes[n:]
+		}
 		left -= int64(n)
 	}
 	return nil

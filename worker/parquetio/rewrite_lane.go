@@ -15,6 +15,7 @@ type lane struct {
 	leaf  *leafDesc
 	enc   *columnEncoder
 	sink  func(*columnBatch) error // when set, batches go here instead of enc (permute.go)
+	rt    *rtFill                  // set on a materialized row-tracking column (rowtracking.go)
 	files []*File
 	plans []*inputPlan
 	rb    *readBuffers
@@ -55,8 +56,14 @@ func (l *lane) run(ctx context.Context, j int, g *outGroup) (*encodedChunk, erro
 		}
 		src := &l.plans[s.input].sources[j]
 		if src.missing {
-			if err := l.nulls(s.live); err != nil {
-				return nil, err
+			var err error
+			if l.rt != nil {
+				err = l.rt.computed(s, l.files[s.input].rowGroupStart[s.rg], l.leaf, l.write)
+			} else {
+				err = l.nulls(s.live)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("input %d, row group %d: %w", s.input, s.rg, err)
 			}
 			continue
 		}
@@ -249,6 +256,11 @@ func (l *lane) emit(p *rawPage, src *leafSource, i0, i1, v0, nv int, first int64
 			vals, lo, hi = &l.conv, 0, hi-lo
 		}
 		b.valueSlices = subValues(vals, l.leaf.phys, lo, hi)
+	}
+	if l.rt != nil {
+		if err := l.rt.fill(b, l.leaf, l.input, l.files[l.input].rowGroupStart[l.rg], first, deleted); err != nil {
+			return err
+		}
 	}
 	return l.write(b)
 }

@@ -9,17 +9,22 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 // RewriteOutputs names, creates and describes the output files of one parquetio.Rewrite of a bin of
 // files that share partition values (compaction, clustering): the create(i) factory, the rewrite
 // options matching the table (physical schema without partition columns, field ids in id mode, codec,
-// target size), and the AddFiles for the commit.
+// target size, row-tracking preservation), and the AddFiles for the commit.
 type RewriteOutputs struct {
 	l   *layout
 	ctx context.Context
 	pv  delta.PartitionValues
 	dir string
+	// schema is the layout's file schema plus the materialized row-tracking columns named by rt when
+	// the rewrite must preserve row ids (rt nil otherwise).
+	schema *types.StructType
+	rt     *parquetio.RowTrackingColumns
 
 	mu   sync.Mutex
 	keys []string // created, by output index
@@ -33,7 +38,11 @@ func NewRewriteOutputs(ctx context.Context, snap *delta.Snapshot, pv delta.Parti
 	if err != nil {
 		return nil, err
 	}
-	return &RewriteOutputs{l: l, ctx: ctx, pv: slices.Clone(pv), dir: partitionDir(snap, pv)}, nil
+	schema, rt, err := snap.RewriteFileSchema()
+	if err != nil {
+		return nil, err
+	}
+	return &RewriteOutputs{l: l, ctx: ctx, pv: slices.Clone(pv), dir: partitionDir(snap, pv), schema: schema, rt: rt}, nil
 }
 
 // Options returns the parquetio.RewriteOptions for the table; callers may adjust Parallelism.
@@ -41,12 +50,17 @@ func (o *RewriteOutputs) Options() parquetio.RewriteOptions {
 	w := o.l.writer
 	w.RowGroupBytes = 0 // the rewrite's own default (DefaultRewriteRowGroupBytes)
 	return parquetio.RewriteOptions{
-		Schema:          o.l.fileSchema,
+		Schema:          o.schema,
 		MatchFieldIDs:   o.l.snap.ColumnMappingMode() == delta.ColumnMappingID,
 		Writer:          w,
 		TargetFileBytes: o.l.target,
+		RowTracking:     o.rt,
 	}
 }
+
+// RowTrackingPreserved reports whether Options preserves row ids, which the commit must declare
+// (delta.TxnOptions.RowTrackingPreserved).
+func (o *RewriteOutputs) RowTrackingPreserved() bool { return o.rt != nil }
 
 // Create is the create(i) factory of parquetio.Rewrite.
 func (o *RewriteOutputs) Create(i int) (storage.Writer, error) {

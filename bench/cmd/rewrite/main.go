@@ -1,9 +1,11 @@
 // Command rewrite compacts a directory of Parquet files into one file with parquetio.Rewrite — the
 // "ours" side of the compaction benchmark. It does not link DuckDB, so its peak RSS is the engine's.
 //
-//	rewrite -in DIR -out FILE -threads N [-level 3] [-rowgroup-mb 16] [-page-kb 1024] [-cpuprofile F] [-memprofile F]
+//	rewrite -in DIR -out FILE -threads N [-level 3] [-rowgroup-mb 16] [-page-kb 1024] [-row-tracking] [-cpuprofile F] [-memprofile F]
 //
 // The schema comes from the first input file, as a table's schema would come from its log.
+// -row-tracking preserves Delta row tracking as compaction of such a table does: two materialized
+// long columns are added and filled from per-file base row ids and commit versions.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 func main() {
@@ -28,6 +31,7 @@ func main() {
 	level := flag.Int("level", 0, "zstd level (0: parquetio's default)")
 	rowGroupMB := flag.Int("rowgroup-mb", 0, "row group size in MB (0: parquetio's default)")
 	pageKB := flag.Int("page-kb", 0, "page size in KiB (0: parquetio's default)")
+	rowTracking := flag.Bool("row-tracking", false, "fill materialized row id / commit version columns")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile")
 	memprofile := flag.String("memprofile", "", "write an allocation profile")
 	flag.Parse()
@@ -64,7 +68,7 @@ func main() {
 	}
 	start := time.Now()
 	opts := parquetio.WriterOptions{Codec: "zstd", CompressionLevel: *level, RowGroupBytes: int64(*rowGroupMB) << 20, PageBytes: *pageKB << 10}
-	res, err := run(files, *out, *threads, opts)
+	res, err := run(files, *out, *threads, opts, *rowTracking)
 	if err != nil {
 		log.Fatalf("rewrite: %v", err)
 	}
@@ -78,7 +82,7 @@ func main() {
 		len(files), res.Rows, res.Files[0].Bytes, res.GeneralInputs, time.Since(start).Round(time.Millisecond))
 }
 
-func run(files []string, out string, threads int, opts parquetio.WriterOptions) (*parquetio.RewriteResult, error) {
+func run(files []string, out string, threads int, opts parquetio.WriterOptions, rowTracking bool) (*parquetio.RewriteResult, error) {
 	ctx := context.Background()
 	var inputs []parquetio.RewriteInput
 	for _, p := range files {
@@ -103,9 +107,17 @@ func run(files []string, out string, threads int, opts parquetio.WriterOptions) 
 		}
 		return localfs.Create(out)
 	}
-	return parquetio.Rewrite(ctx, inputs, create, parquetio.RewriteOptions{
-		Schema:      schema,
-		Parallelism: threads,
-		Writer:      opts,
-	})
+	ro := parquetio.RewriteOptions{Schema: schema, Parallelism: threads, Writer: opts}
+	if rowTracking {
+		// The inputs store no materialized values, so every id is computed: the most work.
+		schema.Fields = append(schema.Fields,
+			&types.StructField{Name: "_row-id-col", Type: types.Primitive(types.TypeLong), Nullable: true},
+			&types.StructField{Name: "_row-commit-version-col", Type: types.Primitive(types.TypeLong), Nullable: true})
+		ro.RowTracking = &parquetio.RowTrackingColumns{RowID: "_row-id-col", RowCommitVersion: "_row-commit-version-col"}
+		for i := range inputs {
+			base, version := int64(i)<<32, int64(i)
+			inputs[i].RowTracking = parquetio.RowTrackingBase{BaseRowID: &base, DefaultRowCommitVersion: &version}
+		}
+	}
+	return parquetio.Rewrite(ctx, inputs, create, ro)
 }
