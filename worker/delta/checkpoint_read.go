@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
@@ -23,73 +25,325 @@ type parquetReadRequest struct {
 	// statsParsed also reads add.stats_parsed (typed by the file's own schema) and turns it into
 	// stats JSON for adds whose stats column is null.
 	statsParsed bool
-	// sizeHint, when set, learns the file's row count before any row is read.
-	sizeHint func(rows int64)
 }
 
-// readParquetActions streams the actions of one checkpoint or sidecar Parquet file.
-func readParquetActions(ctx context.Context, store storage.Store, key string, req parquetReadRequest, in *interner, fn func(*Action) error) error {
+// ckFile is an opened checkpoint or sidecar Parquet file.
+type ckFile struct {
+	key string
+	r   storage.ReaderAt
+	pf  *parquetio.File
+	// schema is the file's own schema: it tells which columns exist and the type of
+	// stats_parsed, whose shape follows the table schema at checkpoint time. Nil when it cannot be
+	// derived; then the standard columns are read by name (absent ones read as null) and
+	// stats_parsed is done without.
+	schema *types.StructType
+}
+
+func openCheckpointFile(ctx context.Context, store storage.Store, key string) (*ckFile, error) {
 	r, err := store.Open(ctx, key)
 	if err != nil {
-		return fmt.Errorf("open checkpoint %s: %w", key, err)
+		return nil, fmt.Errorf("open checkpoint %s: %w", key, err)
 	}
-	defer r.Close()
 	pf, err := parquetio.Open(ctx, r)
 	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", key, err)
+		r.Close()
+		return nil, fmt.Errorf("checkpoint %s: %w", key, err)
 	}
-	// The file's own schema tells which columns exist and the type of stats_parsed, whose shape
-	// follows the table schema at checkpoint time. If it cannot be derived, read the standard
-	// columns by name (absent ones read as null) and do without stats_parsed.
-	fileSchema, _ := pf.Schema()
-	if req.sizeHint != nil {
-		req.sizeHint(pf.NumRows())
+	schema, _ := pf.Schema()
+	return &ckFile{key: key, r: r, pf: pf, schema: schema}, nil
+}
+
+func (f *ckFile) Close() error { return f.r.Close() }
+
+// hasStatsParsed reports whether add.stats_parsed is read from the file when requested (not
+// when the file's schema is unknown: see readSchemas).
+func (f *ckFile) hasStatsParsed() bool {
+	if f.schema == nil {
+		return false
 	}
-	read := &types.StructType{}
+	add := f.schema.Field("add")
+	if add == nil {
+		return false
+	}
+	st, ok := add.Type.(*types.StructType)
+	return ok && st.Field("stats_parsed") != nil
+}
+
+// ckReadSchemas are the read schemas of one request on one file.
+type ckReadSchemas struct {
+	// rows is what the row reader reads: the requested columns the file has, widened, with
+	// add.stats_parsed when requested and stored.
+	rows *types.StructType
+	// columns is the same without stats_parsed, for the columnar decoder.
+	columns *types.StructType
+	// statsParsed is the type of add.stats_parsed when it is read (in step, by the row reader).
+	statsParsed types.DataType
+}
+
+func (f *ckFile) readSchemas(req parquetReadRequest) ckReadSchemas {
+	var s ckReadSchemas
+	s.rows, s.columns = &types.StructType{}, &types.StructType{}
 	for _, name := range req.columns {
-		if fileSchema != nil && fileSchema.Field(name) == nil {
+		if f.schema != nil && f.schema.Field(name) == nil {
 			continue
 		}
 		col := widen(checkpointColumn(name).Type).(*types.StructType)
-		if name == "add" && req.statsParsed && fileSchema != nil {
-			if add, ok := fileSchema.Field("add").Type.(*types.StructType); ok {
+		s.columns.Fields = append(s.columns.Fields, field(name, col))
+		if name == "add" && req.statsParsed && f.schema != nil {
+			if add, ok := f.schema.Field("add").Type.(*types.StructType); ok {
 				if sp := add.Field("stats_parsed"); sp != nil {
-					col.Fields = append(col.Fields, &types.StructField{Name: "stats_parsed", Type: sp.Type, Nullable: true})
+					s.statsParsed = sp.Type
+					col = &types.StructType{Fields: append(slices.Clip(col.Fields), &types.StructField{Name: "stats_parsed", Type: sp.Type, Nullable: true})}
 				}
 			}
 		}
-		read.Fields = append(read.Fields, field(name, col))
+		s.rows.Fields = append(s.rows.Fields, field(name, col))
 	}
-	if len(read.Fields) == 0 {
+	return s
+}
+
+// columnar reports whether the columnar decoder reads the file for this request; otherwise the
+// row reader does (an unusual layout), always the whole file at once.
+func (f *ckFile) columnar(ctx context.Context, s ckReadSchemas) bool {
+	cr, err := f.pf.Columns(ctx, s.columns, parquetio.ColumnOptions{RowGroups: []int{}})
+	if err != nil {
+		return false
+	}
+	cr.Close()
+	return true
+}
+
+// keyLeaves are, per checkpoint column, the leaf columns of which at least one must be non-null
+// for a row to hold that action: a row group where all of them are null holds none.
+var keyLeaves = map[string][][]string{
+	"add":                {{"add", "path"}},
+	"remove":             {{"remove", "path"}},
+	"metaData":           {{"metaData", "id"}, {"metaData", "schemaString"}},
+	"protocol":           {{"protocol", "minReaderVersion"}},
+	"txn":                {{"txn", "appId"}},
+	"domainMetadata":     {{"domainMetadata", "domain"}},
+	"checkpointMetadata": {{"checkpointMetadata", "version"}},
+	"sidecar":            {{"sidecar", "path"}},
+}
+
+// rowGroupColumns narrows a read schema to the columns that can hold actions in row group rg,
+// by the chunk statistics; nil when none can.
+func (f *ckFile) rowGroupColumns(schema *types.StructType, rg int) *types.StructType {
+	out := &types.StructType{}
+	for _, sf := range schema.Fields {
+		empty := true
+		for _, leaf := range keyLeaves[sf.Name] {
+			empty = empty && f.pf.ColumnAllNull(rg, leaf...)
+		}
+		if !empty || keyLeaves[sf.Name] == nil {
+			out.Fields = append(out.Fields, sf)
+		}
+	}
+	if len(out.Fields) == 0 {
 		return nil
 	}
-	rows, err := pf.Rows(ctx, read, parquetio.ReadOptions{BatchSize: checkpointBatchSize})
+	return out
+}
+
+// ckRange is a part of a checkpoint file: rows [first, first+n) of row group rg (n 0: to its
+// end), or the whole file when whole is set.
+type ckRange struct {
+	whole    bool
+	rg       int
+	first, n int64
+}
+
+var wholeFile = ckRange{whole: true}
+
+// read decodes the actions of a range of f and hands them to emit batch by batch, in row order;
+// emit may keep the slice. The columnar decoder is used when it can read the file (columnar
+// reports it), otherwise the row reader, which reads the whole file whatever the range says
+// (callers only split files the columnar decoder reads). Errors name the file.
+func (f *ckFile) read(ctx context.Context, req parquetReadRequest, r ckRange, d *ckDecoder, emit func([]ckItem) error) error {
+	s := f.readSchemas(req)
+	if len(s.rows.Fields) == 0 {
+		return nil
+	}
+	var err error
+	if f.columnar(ctx, s) {
+		err = f.readColumns(ctx, s, r, d, emit)
+	} else {
+		err = f.readRows(ctx, s.rows, d, emit)
+	}
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("checkpoint %s: %w", f.key, err)
+	}
+	return err
+}
+
+func (f *ckFile) readColumns(ctx context.Context, s ckReadSchemas, r ckRange, d *ckDecoder, emit func([]ckItem) error) error {
+	var sp *statsParsedRows
+	if s.statsParsed != nil {
+		// stats_parsed has the table's types, which the columnar decoder does not read: the row
+		// reader reads just that column of every row, in step with the columns.
+		if !r.whole {
+			return fmt.Errorf("internal error: stats_parsed read for part of a file")
+		}
+		schema := &types.StructType{Fields: []*types.StructField{field("add", &types.StructType{Fields: []*types.StructField{
+			{Name: "stats_parsed", Type: s.statsParsed, Nullable: true}}})}}
+		rows, err := f.pf.Rows(ctx, schema, parquetio.ReadOptions{BatchSize: checkpointBatchSize})
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		sp = &statsParsedRows{rows: rows, t: s.statsParsed}
+	}
+	parts := []ckRange{r}
+	if r.whole {
+		parts = parts[:0]
+		for rg := range f.pf.NumRowGroups() {
+			parts = append(parts, ckRange{rg: rg})
+		}
+	}
+	for _, p := range parts {
+		schema := s.columns
+		if sp == nil {
+			// Without stats_parsed in step, row groups and columns that hold no action are skipped.
+			if schema = f.rowGroupColumns(s.columns, p.rg); schema == nil {
+				continue
+			}
+		}
+		if err := f.readRowGroup(ctx, schema, p, sp, d, emit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *ckFile) readRowGroup(ctx context.Context, schema *types.StructType, r ckRange, sp *statsParsedRows, d *ckDecoder, emit func([]ckItem) error) error {
+	cr, err := f.pf.Columns(ctx, schema, parquetio.ColumnOptions{BatchSize: checkpointBatchSize, RowGroups: []int{r.rg}, FirstRow: r.first, NumRows: r.n})
 	if err != nil {
-		return fmt.Errorf("checkpoint %s: %w", key, err)
+		return err
+	}
+	defer cr.Close()
+	for {
+		b, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		items, err := d.decode(b, schema, sp, getItems())
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			putItems(items)
+			continue
+		}
+		if err := emit(items); err != nil {
+			return err
+		}
+	}
+}
+
+// readRows is the row reader's path: every row a types.Struct, converted by rowConverter.
+func (f *ckFile) readRows(ctx context.Context, schema *types.StructType, d *ckDecoder, emit func([]ckItem) error) error {
+	rows, err := f.pf.Rows(ctx, schema, parquetio.ReadOptions{BatchSize: checkpointBatchSize})
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
-	conv := newRowConverter(read, in)
+	conv := newRowConverter(schema, d.in)
 	for {
 		batch, err := rows.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("checkpoint %s: %w", key, err)
+			return err
 		}
+		var items []ckItem
 		for _, row := range batch.Rows {
 			a, err := conv.action(row)
 			if err != nil {
-				return fmt.Errorf("checkpoint %s: %w", key, err)
+				return err
 			}
-			if a == nil {
-				continue
+			if a != nil {
+				it := ckItem{act: a}
+				it.h = d.hash(it)
+				items = append(items, it)
+			}
+		}
+		if len(items) > 0 {
+			if err := emit(items); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// itemBatches recycles the action slices of batches: the consumer of a batch hands its slice
+// back (putItems) once the actions are applied.
+var itemBatches = sync.Pool{New: func() any { s := make([]ckItem, 0, checkpointBatchSize); return &s }}
+
+func getItems() []ckItem { return (*itemBatches.Get().(*[]ckItem))[:0] }
+
+func putItems(items []ckItem) {
+	if cap(items) == checkpointBatchSize {
+		clear(items)
+		items = items[:0]
+		itemBatches.Put(&items)
+	}
+}
+
+// statsParsedRows reads add.stats_parsed row by row next to the columnar decoder.
+type statsParsedRows struct {
+	rows    *parquetio.RowReader
+	t       types.DataType
+	buf     []types.Struct
+	current types.Value // the current row's add.stats_parsed
+}
+
+func (s *statsParsedRows) next() error {
+	for len(s.buf) == 0 {
+		b, err := s.rows.Next()
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("add.stats_parsed has fewer rows than the other columns; the file is corrupt")
+		}
+		if err != nil {
+			return fmt.Errorf("add.stats_parsed: %w", err)
+		}
+		s.buf = b.Rows
+	}
+	s.current = nil
+	if add, ok := s.buf[0][0].(types.Struct); ok {
+		s.current = add[0]
+	}
+	s.buf = s.buf[1:]
+	return nil
+}
+
+// readParquetActions streams the actions of one checkpoint or sidecar Parquet file.
+func readParquetActions(ctx context.Context, store storage.Store, key string, req parquetReadRequest, in *interner, fn func(*Action) error) error {
+	f, err := openCheckpointFile(ctx, store, key)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	d := newCkDecoder(maphash.MakeSeed())
+	if in != nil {
+		d.in = in
+	}
+	return f.read(ctx, req, wholeFile, d, func(items []ckItem) error {
+		for _, it := range items {
+			a := it.act
+			if it.add != nil {
+				a = &Action{Add: it.add}
 			}
 			if err := fn(a); err != nil {
 				return err
 			}
 		}
-	}
+		putItems(items)
+		return nil
+	})
 }
 
 // rowConverter turns checkpoint rows (one non-null top-level struct each) into actions.

@@ -132,6 +132,10 @@ func (e *checkpointReadError) Unwrap() error { return e.err }
 func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) (*Snapshot, error) {
 	st := newReplayState()
 	st.metadataOnly = metadataOnly
+	// The commits after the checkpoint are parsed while the checkpoint is decoded; they are
+	// applied after it, in order.
+	commits := startCommitReader(ctx, t.store, seg.deltas)
+	defer commits.stop()
 	if len(seg.checkpoint) > 0 {
 		if err := t.readCheckpoint(ctx, seg, st); err != nil {
 			if ctx.Err() != nil {
@@ -141,24 +145,25 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 		}
 	}
 	var commitInfo *CommitInfo
-	for _, f := range seg.deltas {
+	for i, f := range seg.deltas {
 		isTarget := f.kind == kindCommit && f.version == seg.version
-		err := readJSONActions(ctx, t.store, f.Key, func(a *Action) error {
+		actions, err := commits.next(i)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
+		}
+		for _, a := range actions {
 			if a.CommitInfo != nil {
 				if isTarget {
 					commitInfo = a.CommitInfo
 				}
-				return nil
+				continue
 			}
 			if a.Sidecar != nil || a.CheckpointMetadata != nil {
-				return nil // only allowed in checkpoints; ignore rather than misapply
+				continue // only allowed in checkpoints; ignore rather than misapply
 			}
 			st.apply(a)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
 		}
+		commits.done(i)
 	}
 	if commitInfo == nil && seg.latestCommit != nil && (len(seg.deltas) == 0 || seg.deltas[len(seg.deltas)-1].version != seg.version) {
 		// The checkpoint is at the snapshot version: its commit still carries the commitInfo.
@@ -184,41 +189,83 @@ func (t *Table) readCheckpoint(ctx context.Context, seg *logSegment, st *replayS
 		if err := readJSONActions(ctx, t.store, first.Key, func(a *Action) error { st.apply(a); return nil }); err != nil {
 			return err
 		}
-	} else {
-		for _, part := range seg.checkpoint {
-			if err := readParquetActions(ctx, t.store, part.Key, parquetReadRequest{columns: nonFileColumns}, st.in, func(a *Action) error { st.apply(a); return nil }); err != nil {
-				return err
-			}
+		if st.metadataOnly {
+			return nil
 		}
+		return t.readSidecars(ctx, seg, st, 0)
 	}
+	// Both passes read every part: open each once.
+	parts := make([]*ckSource, 0, len(seg.checkpoint))
+	defer func() {
+		for _, p := range parts {
+			p.f.Close()
+		}
+	}()
+	var rows int64
+	statsParsed := false
+	for _, part := range seg.checkpoint {
+		f, err := openCheckpointFile(ctx, t.store, part.Key)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, &ckSource{f: f})
+		rows += f.pf.NumRows()
+		statsParsed = statsParsed || f.hasStatsParsed()
+	}
+	tasks := wholeFileTasks(parts, parquetReadRequest{columns: nonFileColumns})
 	if st.metadataOnly {
-		return nil
+		return runCkTasks(ctx, tasks, st)
 	}
-	req := parquetReadRequest{columns: fileColumns, statsParsed: st.needsStatsParsed(),
-		sizeHint: func(rows int64) { st.reserve(int(rows) * len(seg.checkpoint)) }}
-	if first.format != "json" {
-		for _, part := range seg.checkpoint {
-			if err := readParquetActions(ctx, t.store, part.Key, req, st.in, func(a *Action) error { st.apply(a); return nil }); err != nil {
-				return err
-			}
+	st.reserve(int(rows))
+	if statsParsed {
+		// Whether stats_parsed is read depends on the metadata: read that first.
+		if err := runCkTasks(ctx, tasks, st); err != nil {
+			return err
 		}
+		tasks = tasks[:0]
 	}
+	// Without stats_parsed in the parts their file actions do not depend on the metadata: they
+	// are decoded alongside it, and applied after it.
+	req := parquetReadRequest{columns: fileColumns, statsParsed: statsParsed && st.needsStatsParsed()}
+	tasks = append(tasks, rangeTasks(ctx, parts, req, taskRows(rows))...)
+	if err := runCkTasks(ctx, tasks, st); err != nil {
+		return err
+	}
+	return t.readSidecars(ctx, seg, st, rows)
+}
+
+// readSidecars reads the add and remove actions of the sidecars the checkpoint lists, in order,
+// and checks the checkpoint's declared version. partRows is how many rows the parts had.
+func (t *Table) readSidecars(ctx context.Context, seg *logSegment, st *replayState, partRows int64) error {
+	sources := make([]*ckSource, 0, len(st.sidecars))
+	defer func() {
+		for _, s := range sources {
+			s.f.Close()
+		}
+	}()
+	var rows int64
 	for _, sc := range st.sidecars {
 		key, err := sidecarKey(t.Location(), sc.Path)
 		if err != nil {
 			return err
 		}
-		if err := readParquetActions(ctx, t.store, key, req, st.in, func(a *Action) error {
-			if a.Add != nil || a.Remove != nil {
-				st.apply(a)
-			}
-			return nil
-		}); err != nil {
+		f, err := openCheckpointFile(ctx, t.store, key)
+		if err != nil {
 			return fmt.Errorf("sidecar %s: %w", sc.Path, err)
+		}
+		sources = append(sources, &ckSource{f: f, sidecar: sc.Path})
+		rows += f.pf.NumRows()
+	}
+	if len(sources) > 0 {
+		st.reserve(int(rows + partRows))
+		req := parquetReadRequest{columns: fileColumns, statsParsed: st.needsStatsParsed()}
+		tasks := rangeTasks(ctx, sources, req, taskRows(rows))
+		if err := runCkTasks(ctx, tasks, st); err != nil {
+			return err
 		}
 	}
 	if st.cpMeta != nil && Version(st.cpMeta.Version) != seg.cpVersion {
-		return fmt.Errorf("checkpoint %s declares version %d", first.Key, st.cpMeta.Version)
+		return fmt.Errorf("checkpoint %s declares version %d", seg.checkpoint[0].Key, st.cpMeta.Version)
 	}
 	return nil
 }
@@ -273,10 +320,11 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	if err := validateColumnMapping(schema, mode, ""); err != nil {
 		return nil, fmt.Errorf("table %s: %w", loc, err)
 	}
+	files := st.liveFiles() // compacts the index's positions too: before st.files is taken
 	s := &Snapshot{
 		table: t, version: seg.version, protocol: *st.protocol, metadata: *st.metadata,
 		schema: schema, props: props, mode: mode, segment: seg, commitInfo: ci,
-		files: st.liveFiles(), tombstones: st.liveTombstones(), byKey: st.files,
+		files: files, tombstones: st.liveTombstones(), byKey: st.files,
 		txns: make(map[string]SetTransaction, len(st.txns)), domains: make(map[string]DomainMetadata, len(st.domains)),
 	}
 	for k, v := range st.txns {
@@ -285,13 +333,16 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	for k, v := range st.domains {
 		s.domains[k] = *v
 	}
-	for _, f := range s.files {
-		s.totalBytes += f.Size
-		if f.DeletionVector != nil {
-			if s.dvByPath == nil {
-				s.dvByPath = map[string]string{}
+	s.totalBytes = st.liveBytes
+	if st.sawDV {
+		// Only tables with deletion vectors pay for a pass over every file.
+		for _, f := range s.files {
+			if f.DeletionVector != nil {
+				if s.dvByPath == nil {
+					s.dvByPath = map[string]string{}
+				}
+				s.dvByPath[f.Path] = f.DeletionVector.UniqueID()
 			}
-			s.dvByPath[f.Path] = f.DeletionVector.UniqueID()
 		}
 	}
 	if err := s.resolveTimestamp(); err != nil {

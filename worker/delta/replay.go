@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 
@@ -49,12 +50,13 @@ func (in *interner) partitionValues(pv PartitionValues) PartitionValues {
 type replayState struct {
 	protocol *Protocol
 	metadata *Metadata
-	// Live files and tombstones are kept in log order (checkpoint rows, then commits) with a map
-	// from key to position: a deterministic order without sorting a million paths.
-	files      map[FileKey]fileSlot
+	// Live files and tombstones are kept in log order (checkpoint rows, then commits) with an
+	// index from key to position: a deterministic order without sorting a million paths. Both
+	// indexes share a seed, so one hash serves both.
+	files      fileIndex
 	fileOrder  []*AddFile // nil where a file was removed again
-	tombstones map[FileKey]int
-	tombOrder  []*RemoveFile
+	tombstones fileIndex
+	tombOrder  []*RemoveFile // nil where a tombstone was cancelled by a later add
 	txns       map[string]*SetTransaction
 	domains    map[string]*DomainMetadata
 	sidecars   []*Sidecar
@@ -62,12 +64,18 @@ type replayState struct {
 	in         *interner
 	// metadataOnly skips file actions (State, time travel by timestamp).
 	metadataOnly bool
+	seed         maphash.Seed // of both indexes; decoders hash keys with it
+	liveBytes    int64        // the sum of the live files' sizes
+	sawDV        bool         // some add had a deletion vector
+	sink         uint64       // keeps applyItems' cache-warming loads
 }
 
 func newReplayState() *replayState {
+	seed := maphash.MakeSeed()
 	return &replayState{
-		files:      make(map[FileKey]fileSlot),
-		tombstones: make(map[FileKey]int),
+		seed:       seed,
+		files:      newFileIndex(seed, 0),
+		tombstones: newFileIndex(seed, 0),
 		txns:       make(map[string]*SetTransaction),
 		domains:    make(map[string]*DomainMetadata),
 		in:         newInterner(),
@@ -82,36 +90,10 @@ func (s *replayState) apply(a *Action) {
 	switch {
 	case a.Add != nil:
 		a.Add.PartitionValues = s.in.partitionValues(a.Add.PartitionValues)
-		k := a.Add.Key()
-		if slot, ok := s.files[k]; ok {
-			s.fileOrder[slot.idx] = a.Add
-			s.files[k] = fileSlot{a.Add, slot.idx}
-		} else {
-			s.files[k] = fileSlot{a.Add, len(s.fileOrder)}
-			s.fileOrder = append(s.fileOrder, a.Add)
-		}
-		if len(s.tombstones) > 0 {
-			if i, ok := s.tombstones[k]; ok {
-				s.tombOrder[i] = nil
-				delete(s.tombstones, k)
-			}
-		}
+		s.addFile(a.Add, fileHash(s.seed, a.Add.Path, a.Add.DeletionVector))
 	case a.Remove != nil:
-		k := a.Remove.Key()
-		if slot, ok := s.files[k]; ok {
-			s.fileOrder[slot.idx] = nil
-			delete(s.files, k)
-		}
-		// Stats and tags of removes are dropped from tombstones, as checkpoints do: VACUUM needs
-		// the path, size and time only, and a million tombstones with stats would double memory.
-		a.Remove.Stats, a.Remove.Tags = "", nil
 		a.Remove.PartitionValues = s.in.partitionValues(a.Remove.PartitionValues)
-		if i, ok := s.tombstones[k]; ok {
-			s.tombOrder[i] = a.Remove
-		} else {
-			s.tombstones[k] = len(s.tombOrder)
-			s.tombOrder = append(s.tombOrder, a.Remove)
-		}
+		s.removeFile(a.Remove, fileHash(s.seed, a.Remove.Path, a.Remove.DeletionVector))
 	case a.MetaData != nil:
 		s.metadata = a.MetaData
 	case a.Protocol != nil:
@@ -132,35 +114,129 @@ func (s *replayState) apply(a *Action) {
 	// cdc and commitInfo do not contribute to table state.
 }
 
-// fileSlot is a live file and its position in fileOrder.
-type fileSlot struct {
-	add *AddFile
-	idx int
+// applyItems folds a batch of actions decoded from a checkpoint; their partition values are
+// interned by the decoder already (and may be shared between files, so they are not rewritten
+// here), and their keys are hashed.
+func (s *replayState) applyItems(items []ckItem) {
+	if !s.metadataOnly {
+		// The index is far larger than the caches: load every home slot of the batch first,
+		// independent loads that overlap, so that the inserts below mostly hit the cache.
+		var sink uint64
+		for _, it := range items {
+			sink += s.files.touch(it.h)
+			if s.tombstones.n > 0 {
+				sink += s.tombstones.touch(it.h)
+			}
+		}
+		s.sink = sink
+	}
+	for _, it := range items {
+		switch {
+		case it.add != nil:
+			if !s.metadataOnly {
+				s.addFile(it.add, it.h)
+			}
+		case it.act.Remove != nil:
+			if !s.metadataOnly {
+				s.removeFile(it.act.Remove, it.h)
+			}
+		default:
+			s.apply(it.act)
+		}
+	}
 }
 
-// reserve sizes the file map for an expected number of files before a big checkpoint is read,
-// sparing the incremental rehashing of a million-entry map.
+// addFile makes a live, replacing a live file of the same key in place and cancelling its
+// tombstone; h is the hash of its key (fileHash).
+func (s *replayState) addFile(a *AddFile, h uint64) {
+	isLive := func(pos int) bool {
+		f := s.fileOrder[pos]
+		return f.Path == a.Path && sameDV(f.DeletionVector, a.DeletionVector)
+	}
+	if slot, pos, ok := s.files.find(h, isLive); ok {
+		s.liveBytes -= s.fileOrder[pos].Size
+		s.fileOrder[pos] = a
+	} else {
+		s.files.insert(slot, h, len(s.fileOrder))
+		s.fileOrder = append(s.fileOrder, a)
+	}
+	s.liveBytes += a.Size
+	s.sawDV = s.sawDV || a.DeletionVector != nil
+	if s.tombstones.n > 0 {
+		isTomb := func(pos int) bool {
+			r := s.tombOrder[pos]
+			return r.Path == a.Path && sameDV(r.DeletionVector, a.DeletionVector)
+		}
+		if slot, pos, ok := s.tombstones.find(h, isTomb); ok {
+			s.tombOrder[pos] = nil
+			s.tombstones.delete(slot)
+		}
+	}
+}
+
+// removeFile retires a live file of r's key and records r as its tombstone.
+func (s *replayState) removeFile(r *RemoveFile, h uint64) {
+	isLive := func(pos int) bool {
+		f := s.fileOrder[pos]
+		return f.Path == r.Path && sameDV(f.DeletionVector, r.DeletionVector)
+	}
+	if slot, pos, ok := s.files.find(h, isLive); ok {
+		s.liveBytes -= s.fileOrder[pos].Size
+		s.fileOrder[pos] = nil
+		s.files.delete(slot)
+	}
+	// Stats and tags of removes are dropped from tombstones, as checkpoints do: VACUUM needs
+	// the path, size and time only, and a million tombstones with stats would double memory.
+	r.Stats, r.Tags = "", nil
+	isTomb := func(pos int) bool {
+		t := s.tombOrder[pos]
+		return t.Path == r.Path && sameDV(t.DeletionVector, r.DeletionVector)
+	}
+	if slot, pos, ok := s.tombstones.find(h, isTomb); ok {
+		s.tombOrder[pos] = r
+	} else {
+		s.tombstones.insert(slot, h, len(s.tombOrder))
+		s.tombOrder = append(s.tombOrder, r)
+	}
+}
+
+// reserve sizes the file index for an expected number of files before a big checkpoint is read,
+// sparing the incremental rehashing of a million-entry table.
 func (s *replayState) reserve(n int) {
-	if len(s.files) == 0 && n > 0 {
-		s.files = make(map[FileKey]fileSlot, n)
+	if s.files.n == 0 && n > 0 {
+		s.files.resize(n)
 		s.fileOrder = make([]*AddFile, 0, n)
 	}
 }
 
-// liveFiles returns the live files in log order.
+// liveFiles returns the live files in log order, with the file index pointing into it.
 func (s *replayState) liveFiles() []*AddFile {
+	var remap []int32
 	out := s.fileOrder[:0]
-	for _, f := range s.fileOrder {
-		if f != nil {
-			out = append(out, f)
+	for i, f := range s.fileOrder {
+		if f == nil {
+			if remap == nil {
+				remap = make([]int32, len(s.fileOrder))
+				for j := range i {
+					remap[j] = int32(j)
+				}
+			}
+			continue
 		}
+		if remap != nil {
+			remap[i] = int32(len(out))
+		}
+		out = append(out, f)
+	}
+	if remap != nil {
+		s.files.remap(remap)
 	}
 	return slices.Clip(out)
 }
 
 // liveTombstones returns the tombstones in log order.
 func (s *replayState) liveTombstones() []*RemoveFile {
-	out := make([]*RemoveFile, 0, len(s.tombstones))
+	out := make([]*RemoveFile, 0, s.tombstones.n)
 	for _, r := range s.tombOrder {
 		if r != nil {
 			out = append(out, r)

@@ -41,8 +41,34 @@ func (s *Snapshot) RowTracking() (RowTracking, error) {
 			return rt, fmt.Errorf("table %s: %w", s.table.Location(), err)
 		}
 		rt.HighWaterMark = hwm
+	} else if rt.Supported {
+		// Every writer that assigns ids records the mark, so a table with ids and no mark was
+		// written by one that did not. Fresh ids must still not collide with assigned ones: the
+		// mark is taken from the files themselves. Tables with a mark do not pay for this pass.
+		hwm, err := s.assignedRowIDMax()
+		if err != nil {
+			return rt, fmt.Errorf("table %s: %w", s.table.Location(), err)
+		}
+		rt.HighWaterMark = hwm
 	}
 	return rt, nil
+}
+
+// assignedRowIDMax is the highest row id the live files' baseRowIds cover (-1 when none has one).
+func (s *Snapshot) assignedRowIDMax() (int64, error) {
+	highest := int64(-1)
+	for _, f := range s.files {
+		if f.BaseRowID == nil {
+			continue
+		}
+		n, ok := NumRecords(f.Stats)
+		if !ok {
+			return 0, fmt.Errorf("file %s has a baseRowId but no numRecords statistic and the table records no %s domain, so the ids it covers are unknown: %w",
+				f.Path, DomainRowTracking, ErrUnsupportedTable)
+		}
+		highest = max(highest, *f.BaseRowID+n-1)
+	}
+	return highest, nil
 }
 
 // assigns reports whether new files must get row ids.

@@ -96,3 +96,51 @@ func checkRowIDs(t *testing.T, s *Snapshot, want map[string][2]int64, hwm int64)
 		t.Errorf("high-water mark %d (%v), want %d", rt.HighWaterMark, err, hwm)
 	}
 }
+
+func TestRowTracking_WithoutAMarkFreshIDsStartAboveTheFilesIDs(t *testing.T) {
+	// A writer that assigned ids but recorded no high-water mark: the mark comes from the files.
+	tbl, _ := testTable(t).Prop(PropEnableRowTracking, "true").Create()
+	ctx := context.Background()
+	raw := `{"add":{"path":"foreign.parquet","partitionValues":{},"size":100,"modificationTime":1,"dataChange":true,` +
+		`"stats":"{\"numRecords\":7}","baseRowId":100,"defaultRowCommitVersion":1}}` + "\n"
+	if err := tbl.Store().PutIfAbsent(ctx, CommitKey(1), []byte(raw)); err != nil {
+		t.Fatal(err)
+	}
+	s1, err := tbl.Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt, err := s1.RowTracking(); err != nil || rt.HighWaterMark != 106 {
+		t.Fatalf("high-water mark %d (%v), want 106 from the file's ids 100..106", rt.HighWaterMark, err)
+	}
+	appendFiles(t, tbl, dataFile("mine.parquet", 3))
+	s2, _ := tbl.Latest(ctx)
+	checkRowIDs(t, s2, map[string][2]int64{"mine.parquet": {107, 2}}, 109)
+
+	// Our commit recorded the mark, so from now on it is the domain's.
+	if _, ok := s2.domains[DomainRowTracking]; !ok {
+		t.Fatal("the append recorded no high-water mark")
+	}
+
+	// Ids that cannot be sized leave the mark unknown: nothing is assigned.
+	tbl2, _ := testTable(t).Prop(PropEnableRowTracking, "true").Create()
+	raw = `{"add":{"path":"unsized.parquet","partitionValues":{},"size":100,"modificationTime":1,"dataChange":true,"baseRowId":500}}` + "\n"
+	if err := tbl2.Store().PutIfAbsent(ctx, CommitKey(1), []byte(raw)); err != nil {
+		t.Fatal(err)
+	}
+	u1, _ := tbl2.Latest(ctx)
+	if _, err := u1.RowTracking(); err == nil || !strings.Contains(err.Error(), "unsized.parquet") {
+		t.Fatalf("unsized ids: err = %v", err)
+	}
+	tx, err := u1.Begin(OpAppend, TxnOptions{Operation: "WRITE"})
+	if err == nil {
+		tx.Add(dataFile("new.parquet", 1))
+		_, err = tx.Commit(ctx)
+	}
+	if err == nil {
+		t.Fatal("an append to a table whose assigned ids are unknown committed")
+	}
+	if u, _ := tbl2.Latest(ctx); u.Version() != 1 {
+		t.Fatalf("version %d after the refused append", u.Version())
+	}
+}

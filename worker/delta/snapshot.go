@@ -21,8 +21,8 @@ type Snapshot struct {
 	schema     *types.StructType
 	props      TableProperties
 	mode       ColumnMappingMode
-	files      []*AddFile // log order
-	byKey      map[FileKey]fileSlot
+	files      []*AddFile        // log order
+	byKey      fileIndex         // key → position in files
 	dvByPath   map[string]string // DV unique id of every live file that has a DV
 	tombstones []*RemoveFile
 	txns       map[string]SetTransaction
@@ -71,8 +71,17 @@ func (s *Snapshot) TotalBytes() int64 { return s.totalBytes }
 
 // File finds a live file by its logical key.
 func (s *Snapshot) File(k FileKey) (*AddFile, bool) {
-	slot, ok := s.byKey[k]
-	return slot.add, ok
+	if len(s.byKey.slots) == 0 {
+		return nil, false // a snapshot without files
+	}
+	_, pos, ok := s.byKey.find(s.byKey.hashKey(k), func(pos int) bool {
+		f := s.files[pos]
+		return f.Path == k.Path && dvIDEquals(f.DeletionVector, k.DVID)
+	})
+	if !ok {
+		return nil, false
+	}
+	return s.files[pos], true
 }
 
 // livePath finds a live file by path, whatever its DV.
