@@ -460,15 +460,7 @@ func (c *rowConverter) partitionValues(w view, name string) PartitionValues {
 		}
 		pv = append(pv, e2)
 	}
-	slices.SortFunc(pv, func(a, b PartitionValue) int {
-		switch {
-		case a.Column < b.Column:
-			return -1
-		case a.Column > b.Column:
-			return 1
-		}
-		return 0
-	})
+	pv.sortByColumn()
 	return pv
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"unsafe"
 
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -191,15 +190,7 @@ func (d *ckDecoder) partitionValues(v *parquetio.Vector, i int) PartitionValues 
 		}
 		pv = append(pv, p)
 	}
-	slices.SortFunc(pv, func(a, b PartitionValue) int {
-		switch {
-		case a.Column < b.Column:
-			return -1
-		case a.Column > b.Column:
-			return 1
-		}
-		return 0
-	})
+	pv.sortByColumn()
 	if len(d.pvs) < pvCacheLimit {
 		d.pvs[string(k)] = pv
 	}

@@ -61,8 +61,13 @@ func NewPartitionValues(m map[string]*string) PartitionValues {
 			pv = append(pv, PartitionValue{Column: k, Value: *v})
 		}
 	}
-	slices.SortFunc(pv, func(a, b PartitionValue) int { return strings.Compare(a.Column, b.Column) })
+	pv.sortByColumn()
 	return pv
+}
+
+// sortByColumn puts the values in column-name order, the one order every PartitionValues is kept in.
+func (pv PartitionValues) sortByColumn() {
+	slices.SortFunc(pv, func(a, b PartitionValue) int { return strings.Compare(a.Column, b.Column) })
 }
 
 // MarshalJSON writes the protocol's JSON object (always an object, {} when empty).

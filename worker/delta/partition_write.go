@@ -2,7 +2,6 @@ package delta
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -39,7 +38,7 @@ func (s *Snapshot) PartitionValuesOf(values map[string]types.Value) (PartitionVa
 		}
 		pv = append(pv, e)
 	}
-	slices.SortFunc(pv, func(a, b PartitionValue) int { return strings.Compare(a.Column, b.Column) })
+	pv.sortByColumn()
 	return pv, nil
 }
 
