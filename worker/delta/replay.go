@@ -146,14 +146,26 @@ func (s *replayState) applyItems(items []ckItem) {
 	}
 }
 
+// findLive looks up the live file with this key (h its hash) in the file index.
+func (s *replayState) findLive(h uint64, path string, dv *DeletionVectorDescriptor) (slot, pos int, ok bool) {
+	return s.files.find(h, func(pos int) bool {
+		f := s.fileOrder[pos]
+		return f.Path == path && sameDV(f.DeletionVector, dv)
+	})
+}
+
+// findTombstone looks up the tombstone with this key (h its hash) in the tombstone index.
+func (s *replayState) findTombstone(h uint64, path string, dv *DeletionVectorDescriptor) (slot, pos int, ok bool) {
+	return s.tombstones.find(h, func(pos int) bool {
+		r := s.tombOrder[pos]
+		return r.Path == path && sameDV(r.DeletionVector, dv)
+	})
+}
+
 // addFile makes a live, replacing a live file of the same key in place and cancelling its
 // tombstone; h is the hash of its key (fileHash).
 func (s *replayState) addFile(a *AddFile, h uint64) {
-	isLive := func(pos int) bool {
-		f := s.fileOrder[pos]
-		return f.Path == a.Path && sameDV(f.DeletionVector, a.DeletionVector)
-	}
-	if slot, pos, ok := s.files.find(h, isLive); ok {
+	if slot, pos, ok := s.findLive(h, a.Path, a.DeletionVector); ok {
 		s.liveBytes -= s.fileOrder[pos].Size
 		s.fileOrder[pos] = a
 	} else {
@@ -163,11 +175,7 @@ func (s *replayState) addFile(a *AddFile, h uint64) {
 	s.liveBytes += a.Size
 	s.sawDV = s.sawDV || a.DeletionVector != nil
 	if s.tombstones.n > 0 {
-		isTomb := func(pos int) bool {
-			r := s.tombOrder[pos]
-			return r.Path == a.Path && sameDV(r.DeletionVector, a.DeletionVector)
-		}
-		if slot, pos, ok := s.tombstones.find(h, isTomb); ok {
+		if slot, pos, ok := s.findTombstone(h, a.Path, a.DeletionVector); ok {
 			s.tombOrder[pos] = nil
 			s.tombstones.delete(slot)
 		}
@@ -176,11 +184,7 @@ func (s *replayState) addFile(a *AddFile, h uint64) {
 
 // removeFile retires a live file of r's key and records r as its tombstone.
 func (s *replayState) removeFile(r *RemoveFile, h uint64) {
-	isLive := func(pos int) bool {
-		f := s.fileOrder[pos]
-		return f.Path == r.Path && sameDV(f.DeletionVector, r.DeletionVector)
-	}
-	if slot, pos, ok := s.files.find(h, isLive); ok {
+	if slot, pos, ok := s.findLive(h, r.Path, r.DeletionVector); ok {
 		s.liveBytes -= s.fileOrder[pos].Size
 		s.fileOrder[pos] = nil
 		s.files.delete(slot)
@@ -188,11 +192,7 @@ func (s *replayState) removeFile(r *RemoveFile, h uint64) {
 	// Stats and tags of removes are dropped from tombstones, as checkpoints do: VACUUM needs
 	// the path, size and time only, and a million tombstones with stats would double memory.
 	r.Stats, r.Tags = "", nil
-	isTomb := func(pos int) bool {
-		t := s.tombOrder[pos]
-		return t.Path == r.Path && sameDV(t.DeletionVector, r.DeletionVector)
-	}
-	if slot, pos, ok := s.tombstones.find(h, isTomb); ok {
+	if slot, pos, ok := s.findTombstone(h, r.Path, r.DeletionVector); ok {
 		s.tombOrder[pos] = r
 	} else {
 		s.tombstones.insert(slot, h, len(s.tombOrder))
