@@ -386,14 +386,14 @@ func (w view) str(name string) string {
 }
 
 func (w view) int64p(name string) *int64 {
-	if n, ok := asInt64(w.get(name)); ok {
+	if n, ok := types.AsInt64(w.get(name)); ok {
 		return &n
 	}
 	return nil
 }
 
 func (w view) int64v(name string) int64 {
-	n, _ := asInt64(w.get(name))
+	n, _ := types.AsInt64(w.get(name))
 	return n
 }
 
@@ -428,20 +428,6 @@ func (w view) strArray(name string) []string {
 		}
 	}
 	return out
-}
-
-func asInt64(v types.Value) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	}
-	return 0, false
 }
 
 func (c *rowConverter) partitionValues(w view, name string) PartitionValues {

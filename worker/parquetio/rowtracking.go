@@ -28,7 +28,7 @@ type RowTrackingBase struct {
 // vector hides): the materialized value when the row has one, otherwise baseRowId + rowIndex
 // (PROTOCOL.md §Row Tracking).
 func (b RowTrackingBase) RowID(rowIndex int64, materialized types.Value) (int64, error) {
-	if v, ok := integer(materialized); ok {
+	if v, ok := types.AsInt64(materialized); ok {
 		return v, nil
 	}
 	if b.BaseRowID == nil {
@@ -40,7 +40,7 @@ func (b RowTrackingBase) RowID(rowIndex int64, materialized types.Value) (int64,
 // RowCommitVersion returns a row's commit version: the materialized value when set, otherwise the
 // file's defaultRowCommitVersion.
 func (b RowTrackingBase) RowCommitVersion(materialized types.Value) (int64, error) {
-	if v, ok := integer(materialized); ok {
+	if v, ok := types.AsInt64(materialized); ok {
 		return v, nil
 	}
 	if b.DefaultRowCommitVersion == nil {
@@ -53,20 +53,6 @@ var (
 	errNoBaseRowID      = errors.New("the file has no baseRowId, so its rows without a materialized row id have no stable id to preserve")
 	errNoDefaultVersion = errors.New("the file has no defaultRowCommitVersion, so its rows without a materialized commit version have none to preserve")
 )
-
-func integer(v types.Value) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	}
-	return 0, false
-}
 
 // rowTrackingPlan locates the materialized row-tracking columns among the output's top-level fields
 // (-1 when row tracking is not preserved) and holds each input's base values (nil when not

@@ -133,21 +133,6 @@ func (s *shredder) value(n *writeNode, v types.Value, def, rep int) error {
 }
 
 // asInt64 accepts any Go integer type that fits the column, so callers need not convert narrow values.
-func asInt64(v types.Value) (int64, bool) {
-	switch x := v.(type) {
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	}
-	return 0, false
-}
 
 func (s *shredder) primitive(n *writeNode, v types.Value, def, rep int) error {
 	leaf := s.schema.leaves[n.leaf]
@@ -181,7 +166,7 @@ func (s *shredder) primitive(n *writeNode, v types.Value, def, rep int) error {
 		b = s.levels(n.leaf, def, rep)
 		b.bools = append(b.bools, x)
 	case types.TypeByte, types.TypeShort, types.TypeInteger:
-		x, ok := asInt64(v)
+		x, ok := types.AsInt64(v)
 		if !ok {
 			return bad()
 		}
@@ -192,7 +177,7 @@ func (s *shredder) primitive(n *writeNode, v types.Value, def, rep int) error {
 		b = s.levels(n.leaf, def, rep)
 		b.i32 = append(b.i32, int32(x))
 	case types.TypeLong:
-		x, ok := asInt64(v)
+		x, ok := types.AsInt64(v)
 		if !ok {
 			return bad()
 		}

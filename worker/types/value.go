@@ -196,3 +196,21 @@ func compareFloat(x, y float64) int {
 	}
 	return cmp.Compare(x, y)
 }
+
+// AsInt64 widens a value of any integer type (byte, short, integer, long, and a Go int) to int64;
+// ok is false for nulls and every other type.
+func AsInt64(v Value) (n int64, ok bool) {
+	switch x := v.(type) {
+	case int8:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	}
+	return 0, false
+}
