@@ -34,6 +34,7 @@ type layout struct {
 	// Row tracking: rtID/rtVersion are the materialized columns' positions in schema (-1 when row ids
 	// need not be preserved).
 	rtID, rtVersion int
+	rtColumns       *parquetio.RowTrackingColumns // their names, for parquetio (nil when not preserved)
 	leafColumns     int
 }
 
@@ -49,6 +50,7 @@ func newLayout(snap *delta.Snapshot, keys [][]string, target int64) (*layout, er
 	}
 	l.schema = schema
 	if rt != nil {
+		l.rtColumns = rt
 		l.rtID = slices.IndexFunc(schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowID })
 		l.rtVersion = slices.IndexFunc(schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowCommitVersion })
 	}

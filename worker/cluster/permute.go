@@ -24,8 +24,21 @@ func (j *rewriteJob) columnarFits() bool {
 	return need <= 0.6*float64(j.opts.MemoryLimit)
 }
 
-// permute writes the outputs with parquetio.Permute: the physical-row path, used when row ids need no
-// rewriting (the materialized row-tracking columns are computed per row on the logical path).
+// permuteOptions are the options of parquetio.Permute and PermuteSubset: the rewrite's schema and
+// writer, and the materialized row-tracking columns when row ids must be preserved (the inputs then
+// carry their files' bases, see permuteInput).
+func (j *rewriteJob) permuteOptions() parquetio.RewriteOptions {
+	return parquetio.RewriteOptions{Schema: j.l.schema, MatchFieldIDs: j.l.matchIDs, Writer: j.l.writer,
+		Parallelism: j.parallelism(), RowTracking: j.l.rtColumns}
+}
+
+// permuteInput is the parquetio input of one data file read through r.
+func permuteInput(r storage.ReaderAt, in *input) parquetio.RewriteInput {
+	return parquetio.RewriteInput{File: r, Deleted: in.deleted, RowTracking: in.add.RowTrackingBase()}
+}
+
+// permute writes the outputs with parquetio.Permute: the physical-row path, which also computes
+// preserved row ids column by column.
 func (j *rewriteJob) permute(ctx context.Context, order []uint32, starts []int) ([]*delta.AddFile, error) {
 	store := j.l.snap.Table().Store()
 	inputs := make([]parquetio.RewriteInput, len(j.ins))
@@ -41,7 +54,7 @@ func (j *rewriteJob) permute(ctx context.Context, order []uint32, starts []int) 
 		if err != nil {
 			return nil, fmt.Errorf("open data file %s: %w", in.add.Path, err)
 		}
-		inputs[i] = parquetio.RewriteInput{File: r, Deleted: in.deleted}
+		inputs[i] = permuteInput(r, in)
 	}
 	var mu sync.Mutex
 	keys := make([]string, len(starts))
@@ -52,9 +65,7 @@ func (j *rewriteJob) permute(ctx context.Context, order []uint32, starts []int) 
 		mu.Unlock()
 		return w, err
 	}
-	res, err := parquetio.Permute(ctx, inputs, order, starts, create, parquetio.RewriteOptions{
-		Schema: j.l.schema, MatchFieldIDs: j.l.matchIDs, Writer: j.l.writer, Parallelism: j.parallelism(),
-	})
+	res, err := parquetio.Permute(ctx, inputs, order, starts, create, j.permuteOptions())
 	if err != nil {
 		if errors.Is(err, parquetio.ErrPermuteUnsupported) {
 			return nil, err

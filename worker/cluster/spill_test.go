@@ -20,11 +20,15 @@ func TestOptimize_StaysWithinTheMemoryLimit(t *testing.T) {
 		name                  string
 		props                 map[string]string
 		limit                 int64
+		logical               bool
 		wantWaves, wantSpills bool
 	}{
-		{"fits in memory", nil, 1 << 30, false, false},
-		{"columns decoded again per wave at the smallest limit", nil, 16 << 20, true, false},
-		{"row tracking spills rows to the temp dir", rowTrackingProps, 16 << 20, true, true},
+		{"fits in memory", nil, 1 << 30, false, false, false},
+		{"columns decoded again per wave at the smallest limit", nil, 16 << 20, false, true, false},
+		{"row tracking: row ids computed in every column wave", rowTrackingProps, 16 << 20, false, true, false},
+		{"row tracking fits in memory", rowTrackingProps, 1 << 30, false, false, false},
+		{"logical rows spill to the temp dir", nil, 16 << 20, true, true, true},
+		{"logical rows with row tracking spill to the temp dir", rowTrackingProps, 16 << 20, true, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,6 +42,9 @@ func TestOptimize_StaysWithinTheMemoryLimit(t *testing.T) {
 			}
 			var waves int
 			var spilled int64
+			if tc.logical {
+				defer cluster.SetLogicalRowsOnly()()
+			}
 			defer cluster.SetRewriteHook(func(w int, b int64) { waves, spilled = w, b })()
 			tmp := t.TempDir()
 			op := f.optimize(opts(func(o *cluster.Options) { o.MemoryLimit = tc.limit; o.TempDir = tmp; o.TargetFileSize = 512 << 10 }))

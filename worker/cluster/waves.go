@@ -46,9 +46,7 @@ func (j *rewriteJob) permuteWaves(ctx context.Context, order []uint32, starts []
 			keys[i] = key // outputs of one call are created by distinct goroutines, one index each
 			return sw, err
 		}
-		res, err := parquetio.PermuteSubset(ctx, inputs, order[lo:hi], rel, create, parquetio.RewriteOptions{
-			Schema: j.l.schema, MatchFieldIDs: j.l.matchIDs, Writer: j.l.writer, Parallelism: j.parallelism(),
-		})
+		res, err := parquetio.PermuteSubset(ctx, inputs, order[lo:hi], rel, create, j.permuteOptions())
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("cluster %d files, wave %d of %d: %w", len(j.ins), w+1, len(waves), err)
 		}
@@ -133,7 +131,7 @@ func (j *rewriteJob) waveInputs(ctx context.Context, several bool) ([]parquetio.
 			r = lf
 			copied += lf.Size()
 		}
-		inputs[i] = parquetio.RewriteInput{File: r, Deleted: in.deleted}
+		inputs[i] = permuteInput(r, in)
 	}
 	if dir != "" {
 		j.say("copied %d files (%d bytes) to %s for the waves", len(j.ins), copied, dir)

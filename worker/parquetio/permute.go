@@ -59,6 +59,18 @@ func permute(ctx context.Context, inputs []RewriteInput, order []uint32, starts 
 		return nil, fmt.Errorf("permute: %w", err)
 	}
 	p := &permuter{out: out, cfg: cfg, opts: opts, create: create}
+	if opts.RowTracking != nil {
+		// Row ids are preserved as in Rewrite: the materialized columns are filled from each row's
+		// file base and physical index while they are decoded, before the rows move.
+		id, version, err := rowTrackingFields(opts.Schema, opts.RowTracking)
+		if err != nil {
+			return nil, fmt.Errorf("permute: %w", err)
+		}
+		p.rtLeaf = map[int]rtKind{outTree.children[id].leaf: rtRowID, outTree.children[version].leaf: rtCommitVersion}
+		for _, in := range inputs {
+			p.rtBase = append(p.rtBase, in.RowTracking)
+		}
+	}
 	p.files = make([]*File, len(inputs))
 	p.plans = make([]*inputPlan, len(inputs))
 	p.off = make([]int64, len(inputs)+1)
@@ -129,6 +141,10 @@ type permuter struct {
 	off     []int64 // global number of each input's first live row
 	create  func(int) (storage.Writer, error)
 	workers int
+	// rtLeaf maps the materialized row-tracking columns' leaves to what they hold, rtBase is each
+	// input's row-tracking base (both nil when RewriteOptions.RowTracking is not set).
+	rtLeaf map[int]rtKind
+	rtBase []RowTrackingBase
 
 	groups   [][]int       // output → its row groups (indexes into the segments)
 	groupOf  []uint32      // global live row → its row group
@@ -194,6 +210,9 @@ func (p *permuter) decode(ctx context.Context, inputs []RewriteInput) error {
 			g.Go(func() error {
 				sc := &scatter{leaf: leaf, segs: p.segments[i][j], groupOf: p.groupOf[p.off[i]:p.off[i+1]]}
 				l := &lane{leaf: leaf, files: p.files, plans: p.plans, rb: newReadBuffers(bufSize), input: -1, sink: sc.capture}
+				if kind, ok := p.rtLeaf[j]; ok {
+					l.rt = &rtFill{kind: kind, base: p.rtBase}
+				}
 				src := &p.plans[i].sources[j]
 				f := p.files[i]
 				for rg := range f.NumRowGroups() {
@@ -203,13 +222,19 @@ func (p *permuter) decode(ctx context.Context, inputs []RewriteInput) error {
 					if live == 0 {
 						continue
 					}
+					s := rgSlice{input: i, rg: rg, from: 0, to: info.NumRows, deleted: deleted, live: live}
 					if src.missing {
-						if err := l.nulls(live); err != nil {
-							return err
+						var err error
+						if l.rt != nil {
+							err = l.rt.computed(s, f.rowGroupStart[rg], leaf, l.write)
+						} else {
+							err = l.nulls(live)
+						}
+						if err != nil {
+							return fmt.Errorf("input %d, row group %d, column %s: %w", i, rg, joinPath(leaf.path), err)
 						}
 						continue
 					}
-					s := rgSlice{input: i, rg: rg, from: 0, to: info.NumRows, deleted: deleted, live: live}
 					if err := l.copySlice(gctx, s, src); err != nil {
 						return fmt.Errorf("input %d, row group %d, column %s: %w", i, rg, joinPath(leaf.path), err)
 					}

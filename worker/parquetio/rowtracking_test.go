@@ -3,6 +3,8 @@ package parquetio
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,4 +221,68 @@ func TestRowTrackingBase_UsesMaterializedValuesBeforeTheFilesBase(t *testing.T) 
 			}
 		})
 	}
+}
+
+func TestPermute_PreservesRowTrackingWhileRowsMove(t *testing.T) {
+	base := func(id, ver int64) RowTrackingBase {
+		return RowTrackingBase{BaseRowID: ptr64(id), DefaultRowCommitVersion: ptr64(ver)}
+	}
+	wholeGroup := roaring64.New()
+	wholeGroup.AddRange(50, 100)
+	inputs := []rtInput{
+		{name: "columns not stored, a whole group deleted", writer: WriterOptions{RowGroupRows: 50}, deleted: wholeGroup, base: base(100, 3)},
+		{name: "stored with nulls, dictionary pages", materialized: true, writer: WriterOptions{RowGroupRows: 200}, deleted: roaring64.BitmapOf(1, 2, 3, 300), base: base(10_000, 4)},
+		{name: "stored with nulls, plain small pages", materialized: true, writer: WriterOptions{DictionaryBytes: -1, PageBytes: 200, RowGroupRows: 64, Codec: "zstd"}, base: base(20_000, 5)},
+	}
+	var ins []RewriteInput
+	var live []types.Struct
+	for k, in := range inputs {
+		ri, w := rtFile(t, k, in, 400)
+		ins = append(ins, ri)
+		live = append(live, w...)
+	}
+	order := make([]uint32, len(live))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	rand.New(rand.NewPCG(7, 7)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	starts := []int{0, 500}
+	for _, subset := range []bool{false, true} {
+		t.Run(fmt.Sprintf("subset %v", subset), func(t *testing.T) {
+			run, ord := Permute, order
+			if subset {
+				// The first output only, as one wave of PermuteSubset writes it.
+				run, ord = PermuteSubset, order[:500]
+			}
+			var sink indexedSink
+			res, err := run(context.Background(), ins, ord, starts[:len(starts)-btoi(subset)], sink.create, RewriteOptions{
+				Schema: rtOutSchema(), Parallelism: 2, RowTracking: rtColumns, Writer: WriterOptions{RowGroupRows: 100, PageBytes: 1024},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range res.Files {
+				lo, hi := starts[k], len(ord)
+				if k+1 < len(starts) && !subset {
+					hi = starts[k+1]
+				}
+				var want []types.Struct
+				for a := lo; a < hi; a += 100 {
+					grp := slices.Clone(ord[a:min(hi, a+100)])
+					slices.Sort(grp)
+					for _, g := range grp {
+						want = append(want, live[g])
+					}
+				}
+				assertRowsEqual(t, want, readAll(t, openBytes(t, sink.outs[k].Bytes()), rtOutSchema(), ReadOptions{}))
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
