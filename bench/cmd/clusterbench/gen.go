@@ -91,6 +91,7 @@ func cmdGen(args []string) error {
 	dir := fs.String("table", "", "table directory (created)")
 	n := fs.Int("rows", 1_000_000, "rows")
 	target := fs.Int64("file-size", 16<<20, "size of the generated (unclustered) files")
+	rowTracking := fs.Bool("row-tracking", false, "enable row tracking (clustering then preserves every row's id)")
 	fs.Parse(args)
 	ctx := context.Background()
 	store, err := storage.Open(ctx, *dir, storage.Config{})
@@ -98,9 +99,11 @@ func cmdGen(args []string) error {
 		return err
 	}
 	tbl := delta.NewTable(store)
-	if _, err := tbl.Create(ctx, delta.CreateOptions{Schema: benchSchema(), Configuration: map[string]string{
-		"delta.dataSkippingStatsColumns": "id,k1,k2,qty",
-	}}); err != nil {
+	conf := map[string]string{"delta.dataSkippingStatsColumns": "id,k1,k2,qty"}
+	if *rowTracking {
+		conf[delta.PropEnableRowTracking] = "true"
+	}
+	if _, err := tbl.Create(ctx, delta.CreateOptions{Schema: benchSchema(), Configuration: conf}); err != nil {
 		return err
 	}
 	start := time.Now()
