@@ -19,10 +19,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/deltakeeper/deltakeeper/bench/internal/runstats"
 )
 
 type measurement struct {
@@ -68,7 +69,7 @@ func main() {
 			}
 			t.runs = append(t.runs, m)
 			fmt.Fprintf(os.Stderr, "run %d %-6s wall %6.2fs cpu %6.2fs rss %4d MiB out %.1f MB (load %s)\n",
-				r, t.name, m.wall.Seconds(), m.cpu.Seconds(), m.rssKB/1024, float64(m.bytes)/1e6, loadAvg())
+				r, t.name, m.wall.Seconds(), m.cpu.Seconds(), m.rssKB/1024, float64(m.bytes)/1e6, runstats.LoadAvg())
 		}
 	}
 	checks, err := verify(*in, tools[0].out, tools[1].out)
@@ -121,26 +122,6 @@ func dirSize(path string) (int64, int) {
 	return total, n
 }
 
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(b))[0]
-}
-
-func median(ms []measurement, f func(measurement) float64) float64 {
-	v := make([]float64, len(ms))
-	for i, m := range ms {
-		v[i] = f(m)
-	}
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
 func report(label, in string, inBytes int64, inFiles, threads int, tools []*tool, checks string) {
 	wall := func(m measurement) float64 { return m.wall.Seconds() }
 	cpu := func(m measurement) float64 { return m.cpu.Seconds() }
@@ -154,10 +135,10 @@ func report(label, in string, inBytes int64, inFiles, threads int, tools []*tool
 		for _, m := range t.runs {
 			lo, hi = min(lo, wall(m)), max(hi, wall(m))
 		}
-		fmt.Printf("| %s | %.2f | %.2f | %.0f | %.2f | %.2f–%.2f |\n", t.name, median(t.runs, wall), median(t.runs, cpu), median(t.runs, rss), median(t.runs, size), lo, hi)
+		fmt.Printf("| %s | %.2f | %.2f | %.0f | %.2f | %.2f–%.2f |\n", t.name, runstats.Median(t.runs, wall), runstats.Median(t.runs, cpu), runstats.Median(t.runs, rss), runstats.Median(t.runs, size), lo, hi)
 	}
 	o, d := tools[0].runs, tools[1].runs
 	fmt.Printf("\nratios ours/DuckDB: wall %.2f×, CPU %.2f×, output size %.3f×, peak RSS %.2f×\n\n",
-		median(o, wall)/median(d, wall), median(o, cpu)/median(d, cpu), median(o, size)/median(d, size), median(o, rss)/median(d, rss))
+		runstats.Median(o, wall)/runstats.Median(d, wall), runstats.Median(o, cpu)/runstats.Median(d, cpu), runstats.Median(o, size)/runstats.Median(d, size), runstats.Median(o, rss)/runstats.Median(d, rss))
 	fmt.Println(checks)
 }

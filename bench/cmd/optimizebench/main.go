@@ -35,6 +35,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
+	"github.com/deltakeeper/deltakeeper/bench/internal/runstats"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/optimize"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -156,7 +157,7 @@ func measure(cmd *exec.Cmd) (measurement, []byte, error) {
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
-	m := measurement{wall: wall, load: loadAvg()}
+	m := measurement{wall: wall, load: runstats.LoadAvg()}
 	if cmd.ProcessState != nil {
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -415,26 +416,6 @@ func verify(before, after []string) (string, error) {
 		len(after), na, len(before)), nil
 }
 
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Fields(string(b))[0]
-}
-
-func median(ms []measurement, f func(measurement) float64) float64 {
-	v := make([]float64, len(ms))
-	for i, m := range ms {
-		v[i] = f(m)
-	}
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
 func report(label string, inFiles int, inBytes int64, threads int, ours, duck []measurement, check string) {
 	wall := func(m measurement) float64 { return m.wall.Seconds() }
 	cpu := func(m measurement) float64 { return m.cpu.Seconds() }
@@ -455,8 +436,8 @@ func report(label string, inFiles int, inBytes int64, threads int, ours, duck []
 		for _, m := range t.ms {
 			lo, hi = min(lo, wall(m)), max(hi, wall(m))
 		}
-		fmt.Printf("| %s | %.2f | %.2f | %.0f | %.2f | %.2f–%.2f |\n", t.name, median(t.ms, wall), median(t.ms, cpu), median(t.ms, rss), median(t.ms, size), lo, hi)
+		fmt.Printf("| %s | %.2f | %.2f | %.0f | %.2f | %.2f–%.2f |\n", t.name, runstats.Median(t.ms, wall), runstats.Median(t.ms, cpu), runstats.Median(t.ms, rss), runstats.Median(t.ms, size), lo, hi)
 	}
 	fmt.Printf("\nratios deltakeeper/DuckDB: wall %.2f×, CPU %.2f×, output size %.3f×, peak RSS %.2f×\n\n%s\n\n",
-		median(ours, wall)/median(duck, wall), median(ours, cpu)/median(duck, cpu), median(ours, size)/median(duck, size), median(ours, rss)/median(duck, rss), check)
+		runstats.Median(ours, wall)/runstats.Median(duck, wall), runstats.Median(ours, cpu)/runstats.Median(duck, cpu), runstats.Median(ours, size)/runstats.Median(duck, size), runstats.Median(ours, rss)/runstats.Median(duck, rss), check)
 }
