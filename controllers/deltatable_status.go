@@ -241,20 +241,29 @@ func capped[T any](s []T, n int) []T {
 }
 
 func appliedMessage(res *result.Result) string {
-	if a := res.Applied; a != nil && (len(a.Properties) > 0 || len(a.ClusteringColumns) > 0) {
-		msg := "committed"
-		if len(a.Properties) > 0 {
-			msg += " " + strings.Join(a.Properties, ", ")
-		}
-		if len(a.ClusteringColumns) > 0 {
-			msg += " clustering columns " + strings.Join(a.ClusteringColumns, ", ")
-		}
-		if a.Version != nil {
-			msg += fmt.Sprintf(" at version %d", *a.Version)
-		}
+	if msg, ok := committedDeclaration(res); ok {
 		return msg
 	}
 	return "the table matches the declared properties and clustering columns"
+}
+
+// committedDeclaration says what the inspect run committed of the declaration, if anything.
+func committedDeclaration(res *result.Result) (string, bool) {
+	a := res.Applied
+	if a == nil || (len(a.Properties) == 0 && len(a.ClusteringColumns) == 0) {
+		return "", false
+	}
+	msg := "committed"
+	if len(a.Properties) > 0 {
+		msg += " " + strings.Join(a.Properties, ", ")
+	}
+	if len(a.ClusteringColumns) > 0 {
+		msg += " clustering columns " + strings.Join(a.ClusteringColumns, ", ")
+	}
+	if a.Version != nil {
+		msg += fmt.Sprintf(" at version %d", *a.Version)
+	}
+	return msg, true
 }
 
 func workerReason(res *result.Result) string {

@@ -182,17 +182,7 @@ func summarize(res *result.Result) string {
 		}
 		parts = append(parts, s)
 	}
-	if a := res.Applied; a != nil && (len(a.Properties) > 0 || len(a.ClusteringColumns) > 0) {
-		s := "committed"
-		if len(a.Properties) > 0 {
-			s += " properties " + strings.Join(a.Properties, ", ")
-		}
-		if len(a.ClusteringColumns) > 0 {
-			s += " clustering columns " + strings.Join(a.ClusteringColumns, ", ")
-		}
-		if a.Version != nil {
-			s += fmt.Sprintf(" at version %d", *a.Version)
-		}
+	if s, ok := committedDeclaration(res); ok {
 		parts = append(parts, s)
 	}
 	if t := res.Table; t != nil {
