@@ -138,6 +138,16 @@ func TestOptimizeCommand_DispatchesClusteredTablesAndZOrderToClustering(t *testi
 			if got := canonicalScan(t, c.loc); !slices.Equal(got, rows) {
 				t.Fatal("the rows changed")
 			}
+			// The facts after the run carry the clustering quality of a clustered table, so that
+			// status (and triggers on quality) reflect the run without waiting for an inspection.
+			if wantQuality := c.loc == clustered; r.Table == nil || (len(r.Table.Quality) == 1) != wantQuality {
+				t.Fatalf("table facts %+v: want quality %v", r.Table, wantQuality)
+			}
+			if c.loc == clustered {
+				if q := r.Table.Quality[0]; q.Column != "region" || q.NumFiles != r.Table.NumFiles {
+					t.Errorf("quality %+v for %d files", q, r.Table.NumFiles)
+				}
+			}
 		})
 	}
 }

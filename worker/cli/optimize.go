@@ -288,8 +288,10 @@ func partitionLabel(key string) string {
 	return key
 }
 
-// describeTable adds the facts of the table's latest version to a result (the state after a run).
-// A failure to read them is not the command's failure: the result just lacks them.
+// describeTable adds the facts of the table's latest version to a result (the state after a run),
+// with the clustering quality of a clustered table: a clustering run's effect shows in status at once,
+// and policy triggers on quality do not fire again on the quality from before the run. A failure to
+// read them is not the command's failure: the result just lacks them.
 func describeTable(ctx context.Context, tbl *delta.Table, res *result.Result) {
 	snap, err := tbl.Latest(ctx)
 	if err != nil {
@@ -300,6 +302,11 @@ func describeTable(ctx context.Context, tbl *delta.Table, res *result.Result) {
 		return
 	}
 	res.Table = facts.Result()
+	if len(facts.ClusteringColumns) > 0 {
+		if q, err := table.ClusteringQuality(snap, facts.ClusteringColumns); err == nil {
+			res.Table.Quality = q
+		}
+	}
 	v := int64(snap.Version())
 	res.Version = &v
 }
