@@ -87,29 +87,38 @@ func rtFile(t *testing.T, k int, in rtInput, n int) (RewriteInput, []types.Struc
 	return RewriteInput{File: memReader(data), Deleted: in.deleted, RowTracking: in.base}, want
 }
 
-func TestRewrite_PreservesRowTrackingOnTheColumnAndLogicalPaths(t *testing.T) {
-	base := func(id, ver int64) RowTrackingBase {
-		return RowTrackingBase{BaseRowID: ptr64(id), DefaultRowCommitVersion: ptr64(ver)}
+func rtBase(id, ver int64) RowTrackingBase {
+	return RowTrackingBase{BaseRowID: ptr64(id), DefaultRowCommitVersion: ptr64(ver)}
+}
+
+// rtFiles writes the inputs with n rows each and returns them with every live row as a rewrite
+// must produce it, in input order.
+func rtFiles(t *testing.T, inputs []rtInput, n int) ([]RewriteInput, []types.Struct) {
+	t.Helper()
+	var ins []RewriteInput
+	var want []types.Struct
+	for k, in := range inputs {
+		ri, w := rtFile(t, k, in, n)
+		ins = append(ins, ri)
+		want = append(want, w...)
 	}
+	return ins, want
+}
+
+func TestRewrite_PreservesRowTrackingOnTheColumnAndLogicalPaths(t *testing.T) {
 	wholeGroup := roaring64.New()
 	wholeGroup.AddRange(50, 100) // all of the second row group of 50
 	wholeGroup.Add(0)
 	wholeGroup.Add(599)
 	inputs := []rtInput{
-		{name: "columns not stored, several row groups, a whole group deleted", writer: WriterOptions{RowGroupRows: 50}, deleted: wholeGroup, base: base(100, 3)},
-		{name: "stored with nulls, dictionary pages", materialized: true, writer: WriterOptions{RowGroupRows: 200}, deleted: roaring64.BitmapOf(1, 2, 3, 300), base: base(10_000, 4)},
-		{name: "stored with nulls, plain small pages", materialized: true, writer: WriterOptions{DictionaryBytes: -1, PageBytes: 200, RowGroupRows: 64, Codec: "zstd"}, base: base(20_000, 5)},
-		{name: "logical path, columns stored", materialized: true, narrowStruct: true, writer: WriterOptions{RowGroupRows: 97}, deleted: roaring64.BitmapOf(0, 5, 96, 97), base: base(30_000, 6)},
-		{name: "logical path, columns not stored", narrowStruct: true, deleted: roaring64.BitmapOf(10), base: base(40_000, 7)},
-		{name: "column path after the logical path", writer: WriterOptions{RowGroupRows: 128}, deleted: roaring64.BitmapOf(127, 128), base: base(50_000, 8)},
+		{name: "columns not stored, several row groups, a whole group deleted", writer: WriterOptions{RowGroupRows: 50}, deleted: wholeGroup, base: rtBase(100, 3)},
+		{name: "stored with nulls, dictionary pages", materialized: true, writer: WriterOptions{RowGroupRows: 200}, deleted: roaring64.BitmapOf(1, 2, 3, 300), base: rtBase(10_000, 4)},
+		{name: "stored with nulls, plain small pages", materialized: true, writer: WriterOptions{DictionaryBytes: -1, PageBytes: 200, RowGroupRows: 64, Codec: "zstd"}, base: rtBase(20_000, 5)},
+		{name: "logical path, columns stored", materialized: true, narrowStruct: true, writer: WriterOptions{RowGroupRows: 97}, deleted: roaring64.BitmapOf(0, 5, 96, 97), base: rtBase(30_000, 6)},
+		{name: "logical path, columns not stored", narrowStruct: true, deleted: roaring64.BitmapOf(10), base: rtBase(40_000, 7)},
+		{name: "column path after the logical path", writer: WriterOptions{RowGroupRows: 128}, deleted: roaring64.BitmapOf(127, 128), base: rtBase(50_000, 8)},
 	}
-	var ins []RewriteInput
-	var want []types.Struct
-	for k, in := range inputs {
-		ri, w := rtFile(t, k, in, 600)
-		ins = append(ins, ri)
-		want = append(want, w...)
-	}
+	ins, want := rtFiles(t, inputs, 600)
 	for _, par := range []int{1, 3} {
 		t.Run(fmt.Sprintf("parallelism %d", par), func(t *testing.T) {
 			var sink memSink
@@ -224,23 +233,14 @@ func TestRowTrackingBase_UsesMaterializedValuesBeforeTheFilesBase(t *testing.T) 
 }
 
 func TestPermute_PreservesRowTrackingWhileRowsMove(t *testing.T) {
-	base := func(id, ver int64) RowTrackingBase {
-		return RowTrackingBase{BaseRowID: ptr64(id), DefaultRowCommitVersion: ptr64(ver)}
-	}
 	wholeGroup := roaring64.New()
 	wholeGroup.AddRange(50, 100)
 	inputs := []rtInput{
-		{name: "columns not stored, a whole group deleted", writer: WriterOptions{RowGroupRows: 50}, deleted: wholeGroup, base: base(100, 3)},
-		{name: "stored with nulls, dictionary pages", materialized: true, writer: WriterOptions{RowGroupRows: 200}, deleted: roaring64.BitmapOf(1, 2, 3, 300), base: base(10_000, 4)},
-		{name: "stored with nulls, plain small pages", materialized: true, writer: WriterOptions{DictionaryBytes: -1, PageBytes: 200, RowGroupRows: 64, Codec: "zstd"}, base: base(20_000, 5)},
+		{name: "columns not stored, a whole group deleted", writer: WriterOptions{RowGroupRows: 50}, deleted: wholeGroup, base: rtBase(100, 3)},
+		{name: "stored with nulls, dictionary pages", materialized: true, writer: WriterOptions{RowGroupRows: 200}, deleted: roaring64.BitmapOf(1, 2, 3, 300), base: rtBase(10_000, 4)},
+		{name: "stored with nulls, plain small pages", materialized: true, writer: WriterOptions{DictionaryBytes: -1, PageBytes: 200, RowGroupRows: 64, Codec: "zstd"}, base: rtBase(20_000, 5)},
 	}
-	var ins []RewriteInput
-	var live []types.Struct
-	for k, in := range inputs {
-		ri, w := rtFile(t, k, in, 400)
-		ins = append(ins, ri)
-		live = append(live, w...)
-	}
+	ins, live := rtFiles(t, inputs, 400)
 	order := make([]uint32, len(live))
 	for i := range order {
 		order[i] = uint32(i)
