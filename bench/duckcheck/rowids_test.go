@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 
 // duckRowIDs reads every live file with DuckDB and returns each row's stable row id (the materialized
 // column where a file stores it, else the file's baseRowId plus the row's position in the file, as the
-// protocol defines it) mapped to the row's own id column and its row commit version. ids counts the
+// protocol defines it) mapped to the row's own id column and its row commit version. materialized counts the
 // rows whose id was materialized rather than computed.
 func duckRowIDs(t *testing.T, dir string, snap *delta.Snapshot) (rows map[int64]string, materialized int) {
 	t.Helper()
@@ -44,18 +45,20 @@ func duckRowIDs(t *testing.T, dir string, snap *delta.Snapshot) (rows map[int64]
 		}
 		for q.Next() {
 			var c string
-			q.Scan(&c)
+			if err := q.Scan(&c); err != nil {
+				t.Fatal(err)
+			}
 			cols = append(cols, c)
 		}
 		q.Close()
 		rid := fmt.Sprintf("%d + file_row_number", *f.BaseRowID)
 		ver := fmt.Sprint(*f.DefaultRowCommitVersion)
 		stored := "0"
-		if has(cols, idCol) {
+		if slices.Contains(cols, idCol) {
 			rid = fmt.Sprintf(`coalesce("%s", %s)`, idCol, rid)
 			stored = fmt.Sprintf(`("%s" IS NOT NULL)::INT`, idCol)
 		}
-		if has(cols, verCol) {
+		if slices.Contains(cols, verCol) {
 			ver = fmt.Sprintf(`coalesce("%s", %s)`, verCol, ver)
 		}
 		q, err = db.Query(fmt.Sprintf("SELECT %s, id, %s, %s FROM %s", rid, ver, stored, src))
@@ -80,15 +83,6 @@ func duckRowIDs(t *testing.T, dir string, snap *delta.Snapshot) (rows map[int64]
 		q.Close()
 	}
 	return rows, materialized
-}
-
-func has(cols []string, c string) bool {
-	for _, x := range cols {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // TestCluster_DuckDBSeesEveryRowKeepItsRowIDThroughClustering clusters a row-tracking table (FULL, the
