@@ -131,7 +131,7 @@ func TestDeltaTable_FailuresSetConditionsAndBackOff(t *testing.T) {
 	}
 	job = waitLiveJob(t, ns, "events", "inspect")
 	finishJob(t, clk, job, 2, encode(t, &result.Result{Command: "inspect", Outcome: result.Refused, Reason: result.ReasonUnsupportedFeature,
-		Message: `table uses writer feature "rowTracking", which deltakeeper cannot preserve yet`}))
+		Message: `table uses table feature "variantType-preview": variant columns cannot be rewritten yet (no variant passthrough in the Parquet writer)`}))
 	got = waitTable(t, table, "refused", func(tb *deltav1.DeltaTable) (bool, string) {
 		return tb.Status.FailedInspections == 3, condition(tb.Status.Conditions, deltav1.ConditionReady)
 	})
