@@ -42,12 +42,16 @@ func TestDeltaTable_InspectJobFillsTheStatus(t *testing.T) {
 	finishJob(t, clk, job, 0, encode(t, res))
 	if job.Annotations[deltav1.AnnotationGeneration] == "1" {
 		job = waitLiveJob(t, ns, "orders", "inspect")
+		// Later than the first (status times have whole seconds), so that it is the newest run.
+		clk.Step(2 * time.Second)
 		finishJob(t, clk, job, 0, encode(t, res))
 	}
 
+	// Both inspections report the same facts: wait for the last one to be recorded, not just the facts.
 	got := waitTable(t, table, "inspected", func(tb *deltav1.DeltaTable) (bool, string) {
-		return condition(tb.Status.Conditions, deltav1.ConditionReady) == "True/Inspected: version 12: 340 files (57 small), 340.0MiB",
-			condition(tb.Status.Conditions, deltav1.ConditionReady)
+		ready := condition(tb.Status.Conditions, deltav1.ConditionReady)
+		newest := len(tb.Status.RecentRuns) > 0 && tb.Status.RecentRuns[0].JobName == job.Name
+		return ready == "True/Inspected: version 12: 340 files (57 small), 340.0MiB" && newest, ready
 	})
 	st := got.Status
 	checks := []struct {
