@@ -2,8 +2,8 @@
 # test.sh - everything `make test` runs, building what the tests need first (nothing comes pre-installed):
 #   kube-apiserver + etcd + kubectl from the Go module proxy (envtest), the S3-compatible test server, the
 #   Helm CLI (the chart is linted, rendered and dry-run applied), then
-#   lint, every Go test of the main module (unit, conformance, S3 integration, envtest) and the benchmark
-#   module's cross-checks against DuckDB.
+#   lint, every Go test of the main module (unit, conformance, S3 integration, envtest), the concurrent
+#   packages again under the race detector, and the benchmark module's cross-checks against DuckDB.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -24,6 +24,12 @@ hack/lint.sh
 
 step "go test ./... (main module)"
 go test -count=1 -timeout 30m ./...
+
+# The packages that run their own goroutines over shared state (parallel checkpoint decoding and the
+# commit read-ahead, the rewrite and permute engines, the S3 reader's cache, the reconcilers) again under
+# the race detector: a race there can lose or duplicate rows, and it rarely shows otherwise.
+step "go test -race (concurrent packages)"
+go test -race -count=1 -timeout 30m ./worker/delta ./worker/parquetio ./worker/storage ./controllers
 
 if [[ -f bench/go.mod ]]; then
   step "go test ./... (bench module: DuckDB cross-checks)"
