@@ -48,6 +48,21 @@ func clusterRows(n, first int, seed uint64) []types.Struct {
 	return rows
 }
 
+// newClusterTable creates an empty table of clusterSchema in a temporary directory.
+func newClusterTable(t *testing.T, props map[string]string) (string, *delta.Table) {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := storage.Open(context.Background(), dir, storage.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, _, err := tabletest.Create(context.Background(), store, clusterSchema(), nil, delta.ColumnMappingNone, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, tbl
+}
+
 // liveFiles lists the snapshot's data files as local paths.
 func liveFiles(t *testing.T, dir string, snap *delta.Snapshot) []string {
 	var out []string
@@ -66,15 +81,7 @@ func liveFiles(t *testing.T, dir string, snap *delta.Snapshot) []string {
 // of row hashes) and that every file's statistics bound what DuckDB reads from it.
 func TestCluster_DuckDBReadsTheSameRowsFromTheClusteredFiles(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := storage.Open(ctx, dir, storage.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, _, err := tabletest.Create(ctx, store, clusterSchema(), nil, delta.ColumnMappingNone, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, tbl := newClusterTable(t, nil)
 	for i := range 6 {
 		snap, _ := tbl.Latest(ctx)
 		if _, err := table.Append(ctx, snap, clusterRows(5_000, i*5_000, uint64(i)), table.WriteOptions{DataChange: true}); err != nil {

@@ -11,9 +11,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/cluster"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
-	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
-	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 )
 
 // duckRowIDs reads every live file with DuckDB and returns each row's stable row id (the materialized
@@ -91,15 +89,7 @@ func duckRowIDs(t *testing.T, dir string, snap *delta.Snapshot) (rows map[int64]
 // id may be lost, duplicated or reused.
 func TestCluster_DuckDBSeesEveryRowKeepItsRowIDThroughClustering(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	store, err := storage.Open(ctx, dir, storage.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, _, err := tabletest.Create(ctx, store, clusterSchema(), nil, delta.ColumnMappingNone, map[string]string{"delta.enableRowTracking": "true"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, tbl := newClusterTable(t, map[string]string{"delta.enableRowTracking": "true"})
 	appendRows := func(first, batches int) {
 		for i := range batches {
 			snap, _ := tbl.Latest(ctx)
