@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 )
@@ -53,11 +52,10 @@ func alter(e *env, location, clusterBy string) (*result.Result, error) {
 			return nil, badArg("--cluster-by %q: list 1 to %d columns, or none", clusterBy, table.MaxClusteringColumns)
 		}
 	}
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	tbl := delta.NewTable(store)
 	applied, err := table.ApplyDeclaration(e.ctx, tbl, decl)
 	if err != nil {
 		return nil, tableError(err)

@@ -34,11 +34,10 @@ time travel to it keeps working.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, "checkpoint", mode, &out, false, func(e *env) (*result.Result, error) {
-				store, err := openStore(e.ctx, args[0])
+				tbl, err := openTable(e.ctx, args[0])
 				if err != nil {
 					return nil, err
 				}
-				tbl := delta.NewTable(store)
 				res := &result.Result{}
 				ops, err := checkpointSteps(e.ctx, tbl, cleanup, e.text)
 				res.Ops = ops

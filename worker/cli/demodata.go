@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 )
@@ -48,11 +47,10 @@ func demoData(e *env, location string, opts table.DemoOptions) (*result.Result, 
 	if opts.Files <= 0 || opts.RowsPerFile <= 0 {
 		return nil, badArg("--files and --rows-per-file must be positive")
 	}
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	tbl := delta.NewTable(store)
 	res, err := table.WriteDemoData(e.ctx, tbl, opts, func(done int) {
 		e.progress.update("demo-data: %d/%d files", done, opts.Files)
 	})

@@ -65,11 +65,10 @@ func inspect(e *env, location string, props []string, clusterBy string, clusterS
 			return nil, badArg("--cluster-by %q: list 1 to %d columns, or none", clusterBy, table.MaxClusteringColumns)
 		}
 	}
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	tbl := delta.NewTable(store)
 	res := &result.Result{}
 	if len(decl.Properties) > 0 || decl.SetClusterBy {
 		applied, err := table.ApplyDeclaration(e.ctx, tbl, decl)

@@ -107,11 +107,10 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	tbl := delta.NewTable(store)
 	if _, err := tbl.Latest(e.ctx); err != nil {
 		return nil, tableError(err)
 	}

@@ -122,11 +122,10 @@ func optimizeCommand(e *env, location string, f *optimizeFlags, cf clusterFlags,
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	tbl := delta.NewTable(store)
 	snap, err := tbl.Latest(e.ctx)
 	if err != nil {
 		return nil, tableError(err)

@@ -42,11 +42,11 @@ columns a perfect grid gives skipping effectiveness (k − k^(1−1/d)) ÷ (k �
 }
 
 func quality(e *env, location string, columns []string) (*result.Result, error) {
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	snap, err := delta.NewTable(store).Latest(e.ctx)
+	snap, err := tbl.Latest(e.ctx)
 	if err != nil {
 		return nil, tableError(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -129,13 +130,13 @@ func (e exitError) Error() string {
 func (e exitError) ExitCode() int { return e.code }
 func (e exitError) Unwrap() error { return e.err }
 
-// openStore opens a table location with S3 settings from the standard AWS environment.
-func openStore(ctx context.Context, location string) (storage.Store, error) {
+// openTable opens the table at a location, with S3 settings from the standard AWS environment.
+func openTable(ctx context.Context, location string) (*delta.Table, error) {
 	store, err := storage.Open(ctx, location, storage.ConfigFromEnv())
 	if err != nil {
 		return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("open %s: %w", location, err))
 	}
-	return store, nil
+	return delta.NewTable(store), nil
 }
 
 // progress prints one updating line on a terminal, and nothing otherwise (Jobs, pipes, -o json).

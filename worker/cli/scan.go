@@ -88,11 +88,10 @@ func scanTable(e *env, cmd *cobra.Command, location string, f *scanFlags) (*resu
 			return nil, badArg("--timestamp %q: use RFC 3339 (2024-06-01T12:00:00Z) or YYYY-MM-DD[ HH:MM:SS] (UTC)", f.timestamp)
 		}
 	}
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	tbl := delta.NewTable(store)
 	var snap *delta.Snapshot
 	switch {
 	case f.version >= 0:

@@ -101,11 +101,10 @@ func vacuumCommand(e *env, location string, f *vacuumFlags) (*result.Result, err
 	if err != nil {
 		return nil, err
 	}
-	store, err := openStore(e.ctx, location)
+	tbl, err := openTable(e.ctx, location)
 	if err != nil {
 		return nil, err
 	}
-	tbl := delta.NewTable(store)
 	rep, err := vacuum.Run(e.ctx, tbl, opts, func(s string) { e.progress.update("vacuum: %s", s) })
 	res := &result.Result{}
 	if rep != nil {
