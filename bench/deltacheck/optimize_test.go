@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/ducktest"
+
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/optimize"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
@@ -17,7 +19,7 @@ import (
 // live files the JSON log lists afterwards — its own Parquet reader and an independent replay of the
 // log — to check that the compacted table holds exactly the rows that were written, as our scan does.
 func TestOptimize_DuckDBReadsTheWrittenRowsAfterCompaction(t *testing.T) {
-	db := openDuck(t)
+	db := ducktest.Open(t)
 	rows := tabletest.AllTypesRows(900)
 	want := canonical(rows)
 	for _, mode := range []delta.ColumnMappingMode{delta.ColumnMappingNone, delta.ColumnMappingName, delta.ColumnMappingID} {

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/ducktest"
+
 	"github.com/duckdb/duckdb-go/v2"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
@@ -75,16 +77,6 @@ func replayJSONLog(t *testing.T, root string) []liveFile {
 		out = append(out, f)
 	}
 	return out
-}
-
-func openDuck(t *testing.T) *sql.DB {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 // duckTable reads the table's live files with DuckDB and returns canonical rows in logical column
@@ -236,7 +228,7 @@ func firstDiff(a, b []string) string {
 }
 
 func TestRoundTrip_EveryTypeReadsBackIdenticallyInDuckDBAndOurScan(t *testing.T) {
-	db := openDuck(t)
+	db := ducktest.Open(t)
 	rows := tabletest.AllTypesRows(700)
 	want := canonical(rows)
 	for _, mode := range []delta.ColumnMappingMode{delta.ColumnMappingNone, delta.ColumnMappingName, delta.ColumnMappingID} {
@@ -279,7 +271,7 @@ func TestRoundTrip_EveryTypeReadsBackIdenticallyInDuckDBAndOurScan(t *testing.T)
 }
 
 func TestRoundTrip_DemoDataReadsBackIdenticallyInDuckDB(t *testing.T) {
-	db := openDuck(t)
+	db := ducktest.Open(t)
 	for _, partitioned := range []bool{false, true} {
 		t.Run(fmt.Sprintf("partitioned=%v", partitioned), func(t *testing.T) {
 			root := t.TempDir()

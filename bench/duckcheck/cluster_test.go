@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/ducktest"
+
 	"github.com/deltakeeper/deltakeeper/worker/cluster"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
@@ -91,7 +93,7 @@ func TestCluster_DuckDBReadsTheSameRowsFromTheClusteredFiles(t *testing.T) {
 	if _, err := table.ApplyDeclaration(ctx, tbl, table.Declaration{ClusterBy: []string{"a", "s"}, SetClusterBy: true}); err != nil {
 		t.Fatal(err)
 	}
-	db := openDuck(t)
+	db := ducktest.Open(t)
 	digest := func(files []string) string {
 		var n int64
 		var h string

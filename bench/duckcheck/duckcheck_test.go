@@ -14,23 +14,13 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/deltakeeper/deltakeeper/bench/internal/ducktest"
 
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 
 	"github.com/deltakeeper/deltakeeper/internal/testutil"
 )
-
-func openDuck(t *testing.T) *sql.DB {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 // duckRows reads a file with DuckDB as canonical rows, sorted.
 func duckRows(db *sql.DB, path string) ([]string, error) {
@@ -116,7 +106,7 @@ func assertSameRows(t *testing.T, want, got []string) {
 // timestamps as instants (INT96, millis, micros, nanos), decimals exactly, nested values structurally.
 func TestReader_MatchesDuckDBOnEveryConformanceFile(t *testing.T) {
 	root := testutil.ConformanceDir(t)
-	db := openDuck(t)
+	db := ducktest.Open(t)
 	var files []string
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
@@ -172,7 +162,7 @@ func writeTemp(t *testing.T, data []byte) string {
 // p=9/18/38, µs timestamps, negative dates, NaN) with parquetio's Writer and with Rewrite, and checks
 // that DuckDB reads exactly the written rows.
 func TestWriter_FilesReadBackIdenticallyInDuckDB(t *testing.T) {
-	db := openDuck(t)
+	db := ducktest.Open(t)
 	schema := allTypesSchema()
 	rows := generateRows(schema, 1500, 11)
 	var want []string

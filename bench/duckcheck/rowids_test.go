@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/ducktest"
+
 	"github.com/deltakeeper/deltakeeper/worker/cluster"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/table"
@@ -20,7 +22,7 @@ import (
 // rows whose id was materialized rather than computed.
 func duckRowIDs(t *testing.T, dir string, snap *delta.Snapshot) (rows map[int64]string, materialized int) {
 	t.Helper()
-	db := openDuck(t)
+	db := ducktest.Open(t)
 	props := snap.Metadata().Configuration
 	idCol, verCol := props["delta.rowTracking.materializedRowIdColumnName"], props["delta.rowTracking.materializedRowCommitVersionColumnName"]
 	if idCol == "" || verCol == "" {
