@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
+
 	"github.com/deltakeeper/deltakeeper/worker/cluster"
 )
 
@@ -82,9 +84,8 @@ func cmdIncr(args []string) error {
 
 // fullReference clusters a copy of the table with FULL and returns its quality.
 func fullReference(ctx context.Context, dir, copyDir string, opts cluster.Options) (map[string]any, error) {
-	os.RemoveAll(copyDir)
 	defer os.RemoveAll(copyDir)
-	if err := linkCopy(dir, copyDir); err != nil {
+	if err := localfs.CloneTable(dir, copyDir); err != nil {
 		return nil, err
 	}
 	tbl, snap, err := open(ctx, copyDir)

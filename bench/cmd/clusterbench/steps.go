@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -125,38 +124,6 @@ func cmdDuck(args []string) error {
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// linkCopy copies a table: data files as hard links (immutable), the log as real copies (a checkpoint
-// or _last_checkpoint write must not reach the original).
-func linkCopy(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		if !strings.HasPrefix(rel, "_delta_log") {
-			return os.Link(p, to)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		o, err := os.Create(to)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(o, in); err != nil {
-			o.Close()
-			return err
-		}
-		return o.Close()
-	})
-}
 
 // progressLog prints progress with elapsed time to stderr when VERBOSE is set.
 func progressLog(start time.Time) func(string) {

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -99,7 +98,7 @@ func runCmd(args []string) {
 	var lastCopy string
 	for r := range *runs {
 		copyDir := filepath.Join(*work, fmt.Sprintf("run-%s-%d", *label, r))
-		if err := cloneTable(template, copyDir); err != nil {
+		if err := localfs.CloneTable(template, copyDir); err != nil {
 			log.Fatal(err)
 		}
 		duckOut := filepath.Join(*work, "duck-"+*label+".parquet")
@@ -232,7 +231,7 @@ func makeTable(in, dir string) (int64, int, error) {
 		rows := pf.NumRows()
 		r.Close()
 		name := fmt.Sprintf("part-%05d-%08d.c000.snappy.parquet", i, i)
-		if err := copyFile(f, filepath.Join(dir, name)); err != nil {
+		if err := localfs.CopyFile(f, filepath.Join(dir, name)); err != nil {
 			return 0, 0, err
 		}
 		st, _ := os.Stat(filepath.Join(dir, name))
@@ -253,43 +252,6 @@ func makeTable(in, dir string) (int64, int, error) {
 		}
 	}
 	return total, len(files), nil
-}
-
-// cloneTable makes a fresh copy of a table: data files hard-linked (optimize never modifies them),
-// the log copied.
-func cloneTable(src, dst string) error {
-	os.RemoveAll(dst)
-	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if strings.HasPrefix(rel, "_delta_log") {
-			return copyFile(p, target)
-		}
-		return os.Link(p, target)
-	})
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // liveFiles lists the absolute paths of a table's live files, sorted.
@@ -325,7 +287,7 @@ func profileCmd(args []string) {
 	fs.Parse(args)
 	runtime.GOMAXPROCS(*threads)
 	dir := *src + "-profile"
-	if err := cloneTable(*src, dir); err != nil {
+	if err := localfs.CloneTable(*src, dir); err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
