@@ -47,9 +47,14 @@ func (s *keySampler) add(k uint64) {
 	}
 }
 
-// keyRanges is Ranges over normalized keys: bound i is the inclusive upper bound of range i. A lookup
-// table over the bounds' span narrows each search to the few bounds sharing a key's top bits: range ids
-// are computed for every row of every clustering run.
+// DefaultRanges is the number of range ids per column, as Delta's spark.databricks.io.skipping.mdc.rangeId.max.
+const DefaultRanges = 1000
+
+// keyRanges maps a column's normalized keys to range ids in [0, len(bounds)]: an approximate rank, so
+// that the curve sees every column on the same scale whatever its type or skew (Delta's
+// range_partition_id). Bound i is the inclusive upper bound of range i; nulls (key 0) take range 0. A
+// lookup table over the bounds' span narrows each search to the few bounds sharing a key's top bits:
+// range ids are computed for every row of every clustering run.
 type keyRanges struct {
 	bounds []uint64
 	base   uint64   // bounds[0]
@@ -58,7 +63,7 @@ type keyRanges struct {
 }
 
 // newKeyRanges picks up to maxRanges-1 bounds at evenly spaced quantiles of the sample, collapsing
-// duplicates (heavy hitters) as NewRanges does.
+// duplicate bounds (heavy hitters) instead of creating empty ranges.
 func newKeyRanges(sample []uint64, maxRanges int) keyRanges {
 	sorted := slices.Clone(sample)
 	slices.Sort(sorted)

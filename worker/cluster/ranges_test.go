@@ -7,22 +7,19 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
-func TestRanges_AreApproximateRanksThatRespectOrder(t *testing.T) {
-	var sample []types.Value
+func TestKeyRanges_AreApproximateRanksThatRespectOrder(t *testing.T) {
+	var sample []uint64
 	for i := int64(0); i < 10000; i++ {
-		sample = append(sample, i)
+		sample = append(sample, normalize(i))
 	}
-	r, err := NewRanges(sample, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.NumRanges() != 100 || r.Bits() != 7 {
-		t.Fatalf("NumRanges=%d Bits=%d, want 100 and 7", r.NumRanges(), r.Bits())
+	r := newKeyRanges(sample, 100)
+	if n := len(r.bounds) + 1; n != 100 || r.bits() != 7 {
+		t.Fatalf("%d ranges, %d bits; want 100 and 7", n, r.bits())
 	}
 	prev := uint32(0)
-	counts := make([]int, r.NumRanges())
+	counts := make([]int, len(r.bounds)+1)
 	for i := int64(0); i < 10000; i++ {
-		id := r.ID(i)
+		id := r.id(normalize(i))
 		if id < prev {
 			t.Fatalf("range id decreased at %d", i)
 		}
@@ -34,12 +31,12 @@ func TestRanges_AreApproximateRanksThatRespectOrder(t *testing.T) {
 			t.Fatalf("range %d holds %d of 10000 uniform values, want about 100", id, c)
 		}
 	}
-	if r.ID(nil) != 0 {
+	if r.id(normalize(nil)) != 0 {
 		t.Fatal("nulls must take range 0")
 	}
 }
 
-func TestRanges_HandleStringsDecimalsTimestampsAndSkew(t *testing.T) {
+func TestKeyRanges_HandleStringsDecimalsTimestampsAndSkew(t *testing.T) {
 	dec := func(u int64) types.Value { return types.DecimalValue{Unscaled: big.NewInt(u), Scale: 2} }
 	cases := []struct {
 		name   string
@@ -52,34 +49,32 @@ func TestRanges_HandleStringsDecimalsTimestampsAndSkew(t *testing.T) {
 		{"one heavy hitter", []types.Value{int32(7), int32(7), int32(7), int32(7), int32(9)}, int32(7), int32(9)},
 	}
 	for _, tc := range cases {
-		r, err := NewRanges(tc.sample, 1000)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+		var keys []uint64
+		for _, v := range tc.sample {
+			keys = append(keys, normalize(v))
 		}
-		if r.ID(tc.lo) > r.ID(tc.hi) {
-			t.Errorf("%s: ID(lo)=%d > ID(hi)=%d", tc.name, r.ID(tc.lo), r.ID(tc.hi))
+		r := newKeyRanges(keys, 1000)
+		if lo, hi := r.id(normalize(tc.lo)), r.id(normalize(tc.hi)); lo > hi {
+			t.Errorf("%s: id(lo)=%d > id(hi)=%d", tc.name, lo, hi)
 		}
-		if r.NumRanges() > len(tc.sample)+1 {
-			t.Errorf("%s: %d ranges from %d values", tc.name, r.NumRanges(), len(tc.sample))
+		if n := len(r.bounds) + 1; n > len(tc.sample)+1 {
+			t.Errorf("%s: %d ranges from %d values", tc.name, n, len(tc.sample))
 		}
-	}
-	if _, err := NewRanges([]types.Value{int32(1), "x"}, 10); err == nil {
-		t.Error("mixed-type sample accepted")
 	}
 }
 
-func TestSampler_IsDeterministicForASeed(t *testing.T) {
-	run := func(seed uint64) []types.Value {
-		s := NewSampler(10, seed)
+func TestKeySampler_IsDeterministicForASeed(t *testing.T) {
+	run := func(seed uint64) []uint64 {
+		s := newKeySampler(10, seed)
 		for i := int64(0); i < 1000; i++ {
-			s.Add(i)
-			s.Add(nil)
+			s.add(normalize(i))
+			s.add(normalize(nil))
 		}
-		return s.Values()
+		return s.keys
 	}
 	a, b, c := run(1), run(1), run(2)
 	if len(a) != 10 {
-		t.Fatalf("sample has %d values", len(a))
+		t.Fatalf("sample has %d keys", len(a))
 	}
 	same := true
 	for i := range a {
