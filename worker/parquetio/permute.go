@@ -215,28 +215,21 @@ func (p *permuter) decode(ctx context.Context, inputs []RewriteInput) error {
 				}
 				src := &p.plans[i].sources[j]
 				f := p.files[i]
-				for rg := range f.NumRowGroups() {
-					info := f.RowGroup(rg)
-					deleted := deletedIn(in.Deleted, info.FirstRow, info.NumRows)
-					live := info.NumRows - int64(len(deleted))
-					if live == 0 {
-						continue
-					}
-					s := rgSlice{input: i, rg: rg, from: 0, to: info.NumRows, deleted: deleted, live: live}
+				for s := range wholeRowGroups(i, f, in.Deleted) {
 					if src.missing {
 						var err error
 						if l.rt != nil {
-							err = l.rt.computed(s, f.rowGroupStart[rg], leaf, l.write)
+							err = l.rt.computed(s, f.rowGroupStart[s.rg], leaf, l.write)
 						} else {
-							err = l.nulls(live)
+							err = l.nulls(s.live)
 						}
 						if err != nil {
-							return fmt.Errorf("input %d, row group %d, column %s: %w", i, rg, joinPath(leaf.path), err)
+							return fmt.Errorf("input %d, row group %d, column %s: %w", i, s.rg, joinPath(leaf.path), err)
 						}
 						continue
 					}
 					if err := l.copySlice(gctx, s, src); err != nil {
-						return fmt.Errorf("input %d, row group %d, column %s: %w", i, rg, joinPath(leaf.path), err)
+						return fmt.Errorf("input %d, row group %d, column %s: %w", i, s.rg, joinPath(leaf.path), err)
 					}
 				}
 				if sc.err != nil {

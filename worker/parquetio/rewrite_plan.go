@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"iter"
 	"sort"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -59,6 +60,24 @@ func deletedIn(dv *roaring64.Bitmap, first, n int64) []int64 {
 		out = append(out, v-first)
 	}
 	return out
+}
+
+// wholeRowGroups yields, for each row group of a file that keeps a live row, one slice over all of it:
+// the unit Permute and SortKeys decode a column in.
+func wholeRowGroups(input int, f *File, dv *roaring64.Bitmap) iter.Seq[rgSlice] {
+	return func(yield func(rgSlice) bool) {
+		for rg := range f.NumRowGroups() {
+			info := f.RowGroup(rg)
+			deleted := deletedIn(dv, info.FirstRow, info.NumRows)
+			live := info.NumRows - int64(len(deleted))
+			if live == 0 {
+				continue
+			}
+			if !yield(rgSlice{input: input, rg: rg, from: 0, to: info.NumRows, deleted: deleted, live: live}) {
+				return
+			}
+		}
+	}
 }
 
 // add plans one input row group.

@@ -46,20 +46,13 @@ func SortKeys(ctx context.Context, in RewriteInput, schema *types.StructType, ma
 		k := &keyCapture{leaf: leaf}
 		l := &lane{leaf: leaf, files: []*File{f}, plans: []*inputPlan{plan}, rb: newReadBuffers(64 << 10), input: -1, sink: k.capture}
 		src := &plan.sources[j]
-		for rg := range f.NumRowGroups() {
-			info := f.RowGroup(rg)
-			deleted := deletedIn(in.Deleted, info.FirstRow, info.NumRows)
-			live := info.NumRows - int64(len(deleted))
-			if live == 0 {
-				continue
-			}
+		for s := range wholeRowGroups(0, f, in.Deleted) {
 			if src.missing {
-				k.keys = append(k.keys, make([]uint64, live)...)
+				k.keys = append(k.keys, make([]uint64, s.live)...)
 				continue
 			}
-			s := rgSlice{input: 0, rg: rg, from: 0, to: info.NumRows, deleted: deleted, live: live}
 			if err := l.copySlice(ctx, s, src); err != nil {
-				return nil, fmt.Errorf("sort keys: row group %d, column %s: %w", rg, joinPath(leaf.path), err)
+				return nil, fmt.Errorf("sort keys: row group %d, column %s: %w", s.rg, joinPath(leaf.path), err)
 			}
 		}
 		keys[j] = k.keys
