@@ -53,23 +53,9 @@ func newRowSink(format string, w io.Writer, schema *types.StructType) (rowSink, 
 // logicalOnly drops column-mapping metadata, so an exported file names columns logically and
 // carries no field ids.
 func logicalOnly(st *types.StructType) *types.StructType {
-	var strip func(t types.DataType) types.DataType
-	strip = func(t types.DataType) types.DataType {
-		switch tt := t.(type) {
-		case *types.StructType:
-			out := &types.StructType{}
-			for _, f := range tt.Fields {
-				out.Fields = append(out.Fields, &types.StructField{Name: f.Name, Type: strip(f.Type), Nullable: f.Nullable})
-			}
-			return out
-		case *types.ArrayType:
-			return &types.ArrayType{ElementType: strip(tt.ElementType), ContainsNull: tt.ContainsNull}
-		case *types.MapType:
-			return &types.MapType{KeyType: strip(tt.KeyType), ValueType: strip(tt.ValueType), ValueContainsNull: tt.ValueContainsNull}
-		}
-		return t
-	}
-	return strip(st).(*types.StructType)
+	return types.MapFields(st, func(f *types.StructField) *types.StructField {
+		return &types.StructField{Name: f.Name, Nullable: f.Nullable}
+	}).(*types.StructType)
 }
 
 type jsonlSink struct {

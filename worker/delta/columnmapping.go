@@ -64,28 +64,9 @@ func joinPath(parent, name string) string {
 // id-mode matching (parquetio.ReadOptions.MatchFieldIDs, WriterOptions.WriteFieldIDs). The input
 // is not modified.
 func PhysicalSchema(logical *types.StructType, mode ColumnMappingMode) *types.StructType {
-	return physicalType(logical, mode).(*types.StructType)
-}
-
-func physicalType(t types.DataType, mode ColumnMappingMode) types.DataType {
-	switch t := t.(type) {
-	case *types.StructType:
-		out := &types.StructType{Fields: make([]*types.StructField, len(t.Fields))}
-		for i, f := range t.Fields {
-			out.Fields[i] = &types.StructField{
-				Name:     PhysicalName(f, mode),
-				Type:     physicalType(f.Type, mode),
-				Nullable: f.Nullable,
-				Metadata: f.Metadata,
-			}
-		}
-		return out
-	case *types.ArrayType:
-		return &types.ArrayType{ElementType: physicalType(t.ElementType, mode), ContainsNull: t.ContainsNull}
-	case *types.MapType:
-		return &types.MapType{KeyType: physicalType(t.KeyType, mode), ValueType: physicalType(t.ValueType, mode), ValueContainsNull: t.ValueContainsNull}
-	}
-	return t
+	return types.MapFields(logical, func(f *types.StructField) *types.StructField {
+		return &types.StructField{Name: PhysicalName(f, mode), Nullable: f.Nullable, Metadata: f.Metadata}
+	}).(*types.StructType)
 }
 
 // ResolveColumn finds a column by its logical path through nested structs and returns the field

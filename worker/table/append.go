@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
@@ -70,32 +71,18 @@ func Append(ctx context.Context, snap *delta.Snapshot, rows []types.Struct, opts
 // (for delta.columnMapping.maxColumnId).
 func AssignColumnMapping(schema *types.StructType) (*types.StructType, int64) {
 	var next int64
-	var assign func(t types.DataType) types.DataType
-	assign = func(t types.DataType) types.DataType {
-		switch tt := t.(type) {
-		case *types.StructType:
-			out := &types.StructType{}
-			for _, f := range tt.Fields {
-				next++
-				nf := *f
-				nf.Metadata = map[string]json.RawMessage{}
-				for k, v := range f.Metadata {
-					nf.Metadata[k] = v
-				}
-				nf.Metadata[types.MetaColumnMappingID] = json.RawMessage(strconv.FormatInt(next, 10))
-				nf.Metadata[types.MetaColumnMappingPhysicalName] = json.RawMessage(strconv.Quote(fmt.Sprintf("col-%d-%s", next, sanitize(f.Name))))
-				nf.Type = assign(f.Type)
-				out.Fields = append(out.Fields, &nf)
-			}
-			return out
-		case *types.ArrayType:
-			return &types.ArrayType{ElementType: assign(tt.ElementType), ContainsNull: tt.ContainsNull}
-		case *types.MapType:
-			return &types.MapType{KeyType: assign(tt.KeyType), ValueType: assign(tt.ValueType), ValueContainsNull: tt.ValueContainsNull}
+	out := types.MapFields(schema, func(f *types.StructField) *types.StructField {
+		next++
+		nf := *f
+		nf.Metadata = maps.Clone(f.Metadata)
+		if nf.Metadata == nil {
+			nf.Metadata = map[string]json.RawMessage{}
 		}
-		return t
-	}
-	return assign(schema).(*types.StructType), next
+		nf.Metadata[types.MetaColumnMappingID] = json.RawMessage(strconv.FormatInt(next, 10))
+		nf.Metadata[types.MetaColumnMappingPhysicalName] = json.RawMessage(strconv.Quote(fmt.Sprintf("col-%d-%s", next, sanitize(f.Name))))
+		return &nf
+	})
+	return out.(*types.StructType), next
 }
 
 // sanitize keeps physical names plain ASCII letters and digits, so they are valid Parquet names for

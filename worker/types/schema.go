@@ -346,3 +346,24 @@ func writeDataType(buf *bytes.Buffer, t DataType) error {
 	}
 	return nil
 }
+
+// MapFields returns a copy of t in which every struct field, at every depth (inside arrays and maps
+// too), is replaced by fn's copy of it, visited parent first and in field order. fn's result gets the
+// field's mapped type; anything else (name, nullability, metadata) is fn's to set. t is not modified.
+func MapFields(t DataType, fn func(*StructField) *StructField) DataType {
+	switch tt := t.(type) {
+	case *StructType:
+		out := &StructType{Fields: make([]*StructField, len(tt.Fields))}
+		for i, f := range tt.Fields {
+			nf := fn(f)
+			nf.Type = MapFields(f.Type, fn)
+			out.Fields[i] = nf
+		}
+		return out
+	case *ArrayType:
+		return &ArrayType{ElementType: MapFields(tt.ElementType, fn), ContainsNull: tt.ContainsNull}
+	case *MapType:
+		return &MapType{KeyType: MapFields(tt.KeyType, fn), ValueType: MapFields(tt.ValueType, fn), ValueContainsNull: tt.ValueContainsNull}
+	}
+	return t
+}

@@ -134,3 +134,27 @@ func TestCompare_OrdersLikeSparkAndRefusesMixedTypes(t *testing.T) {
 		t.Errorf("Timestamp.String = %s", ts)
 	}
 }
+
+func TestMapFields_VisitsEveryFieldParentFirstAndCopies(t *testing.T) {
+	in := &StructType{Fields: []*StructField{
+		{Name: "a", Type: Primitive(TypeLong)},
+		{Name: "s", Type: &StructType{Fields: []*StructField{{Name: "x", Type: Primitive(TypeInteger)}}}},
+		{Name: "l", Type: &ArrayType{ElementType: &StructType{Fields: []*StructField{{Name: "y", Type: Primitive(TypeString)}}}, ContainsNull: true}},
+		{Name: "m", Type: &MapType{KeyType: Primitive(TypeString), ValueType: &StructType{Fields: []*StructField{{Name: "z", Type: Primitive(TypeDouble)}}}}},
+	}}
+	before := in.String()
+	var order []string
+	out := MapFields(in, func(f *StructField) *StructField {
+		order = append(order, f.Name)
+		return &StructField{Name: strings.ToUpper(f.Name), Nullable: true}
+	}).(*StructType)
+	if got := strings.Join(order, ","); got != "a,s,x,l,y,m,z" {
+		t.Errorf("visit order %s, want parent first, in field order", got)
+	}
+	if want := "struct<A:long,S:struct<X:integer>,L:array<struct<Y:string>>,M:map<string,struct<Z:double>>>"; out.String() != want {
+		t.Errorf("mapped %s, want %s", out, want)
+	}
+	if in.String() != before || in.Fields[0].Nullable {
+		t.Error("the input was modified")
+	}
+}
