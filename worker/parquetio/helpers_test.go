@@ -202,26 +202,11 @@ func checkpointMetadata(t testing.TB, logDir string, entries []os.DirEntry) (str
 
 // physicalStruct renames every field (nested ones included) to its column-mapping physical name.
 func physicalStruct(s *types.StructType) *types.StructType {
-	out := &types.StructType{}
-	for _, f := range s.Fields {
+	return types.MapFields(s, func(f *types.StructField) *types.StructField {
 		nf := *f
 		nf.Name = f.PhysicalName()
-		nf.Type = physicalType(f.Type)
-		out.Fields = append(out.Fields, &nf)
-	}
-	return out
-}
-
-func physicalType(t types.DataType) types.DataType {
-	switch t := t.(type) {
-	case *types.StructType:
-		return physicalStruct(t)
-	case *types.ArrayType:
-		return &types.ArrayType{ElementType: physicalType(t.ElementType), ContainsNull: t.ContainsNull}
-	case *types.MapType:
-		return &types.MapType{KeyType: physicalType(t.KeyType), ValueType: physicalType(t.ValueType), ValueContainsNull: t.ValueContainsNull}
-	}
-	return t
+		return &nf
+	}).(*types.StructType)
 }
 
 // readAll reads every live row.
