@@ -5,9 +5,3 @@ func SetRewriteHook(f func(waves int, spilledBytes int64)) func() {
 	rewriteHook = f
 	return func() { rewriteHook = nil }
 }
-
-// SetLogicalRowsOnly sends every rewrite down the logical path; the returned function undoes it.
-func SetLogicalRowsOnly() func() {
-	logicalRowsOnly = true
-	return func() { logicalRowsOnly = false }
-}

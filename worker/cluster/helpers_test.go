@@ -102,6 +102,32 @@ func (f *fixture) clusterBy(cols ...string) {
 	}
 }
 
+// addNestedField adds nested.y to the table schema with a raw metaData commit, as a writer evolving
+// the schema would (deltakeeper itself never changes a schema). Every existing file then lacks a nested
+// field, which the columnar sort cannot fill: clustering them takes the logical-row path.
+func (f *fixture) addNestedField() {
+	f.t.Helper()
+	snap := f.latest()
+	schema := types.MapFields(snap.Schema(), func(sf *types.StructField) *types.StructField {
+		c := *sf
+		return &c
+	}).(*types.StructType)
+	nested := schema.Field("nested").Type.(*types.StructType)
+	nested.Fields = append(nested.Fields, &types.StructField{Name: "y", Type: types.Primitive(types.TypeDouble), Nullable: true})
+	md := snap.Metadata()
+	var err error
+	if md.SchemaString, err = schema.SchemaString(); err != nil {
+		f.t.Fatal(err)
+	}
+	line, err := json.Marshal(map[string]any{"metaData": md})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.tbl.Store().PutIfAbsent(f.ctx, delta.CommitKey(snap.Version()+1), append(line, '\n')); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // rows returns the table's rows as sorted canonical strings: a multiset to compare before and after.
 func (f *fixture) rows() []string {
 	f.t.Helper()

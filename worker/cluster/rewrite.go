@@ -108,9 +108,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 	sorted = nil //nolint:ineffassign // the pairs are the largest allocation so far
 	// The columnar sort, unless an input needs the logical reader (ErrPermuteUnsupported).
 	var adds []*delta.AddFile
-	if logicalRowsOnly {
-		err = parquetio.ErrPermuteUnsupported
-	} else if j.columnarFits() {
+	if j.columnarFits() {
 		adds, err = j.permute(ctx, order, starts)
 		st.waves = 1
 	} else {
@@ -185,10 +183,6 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 
 // rewriteHook lets tests observe how a rewrite used memory and disk.
 var rewriteHook func(waves int, spilledBytes int64)
-
-// logicalRowsOnly makes tests take the logical path with inputs the columnar sort would take: the
-// inputs that need it in production (legacy layouts) are rare and hard to write.
-var logicalRowsOnly bool
 
 // positions reads the key columns of every input and returns each live row's curve position.
 func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {

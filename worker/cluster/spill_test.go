@@ -27,14 +27,17 @@ func TestOptimize_StaysWithinTheMemoryLimit(t *testing.T) {
 		{"columns decoded again per wave at the smallest limit", nil, 16 << 20, false, true, false},
 		{"row tracking: row ids computed in every column wave", rowTrackingProps, 16 << 20, false, true, false},
 		{"row tracking fits in memory", rowTrackingProps, 1 << 30, false, false, false},
-		{"logical rows spill to the temp dir", nil, 16 << 20, true, true, true},
-		{"logical rows with row tracking spill to the temp dir", rowTrackingProps, 16 << 20, true, true, true},
+		{"files missing a nested field: logical rows spill to the temp dir", nil, 16 << 20, true, true, true},
+		{"files missing a nested field, row tracking: logical rows spill", rowTrackingProps, 16 << 20, true, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.props)
 			f.appendFiles(eventRows(150_000, 0, 3), 6)
 			f.clusterBy("a", "b")
+			if tc.logical {
+				f.addNestedField()
+			}
 			before := f.rows()
 			var ids map[int64]string
 			if tc.props != nil {
@@ -42,9 +45,6 @@ func TestOptimize_StaysWithinTheMemoryLimit(t *testing.T) {
 			}
 			var waves int
 			var spilled int64
-			if tc.logical {
-				defer cluster.SetLogicalRowsOnly()()
-			}
 			defer cluster.SetRewriteHook(func(w int, b int64) { waves, spilled = w, b })()
 			tmp := t.TempDir()
 			op := f.optimize(opts(func(o *cluster.Options) { o.MemoryLimit = tc.limit; o.TempDir = tmp; o.TargetFileSize = 512 << 10 }))
