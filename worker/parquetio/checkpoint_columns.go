@@ -80,9 +80,6 @@ type Vector struct {
 // Kind is what the vector holds.
 func (v *Vector) Kind() VectorKind { return v.kind }
 
-// Len is the number of elements.
-func (v *Vector) Len() int { return v.n }
-
 // IsNull reports whether element i is null (absent columns are null everywhere).
 func (v *Vector) IsNull(i int) bool {
 	if v.skipped {
