@@ -8,6 +8,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -36,7 +37,8 @@ func tableError(err error) error {
 		return result.Refuse(result.ReasonTableNotFound, err)
 	case errors.As(err, &vnf), errors.As(err, &tsr):
 		return result.Refuse(result.ReasonBadArgument, err)
-	case errors.Is(err, delta.ErrIncompleteLog), errors.Is(err, delta.ErrLogGap):
+	case errors.Is(err, delta.ErrIncompleteLog), errors.Is(err, delta.ErrLogGap),
+		errors.Is(err, delta.ErrCorruptTable), errors.Is(err, parquetio.ErrCorruptFile):
 		return result.Refuse(result.ReasonCorruptTable, err)
 	case errors.As(err, &conflict), errors.Is(err, delta.ErrCommitRetriesExhausted):
 		return result.Fail(result.ReasonConflict, err)
