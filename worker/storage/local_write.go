@@ -7,19 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"syscall"
 )
 
-// Temp files of in-flight writes live next to their target as ".<name>.tmp-<digits>" (os.CreateTemp
-// fills in the digits). Being in the same directory makes the final rename/link atomic (same
-// filesystem); the leading dot and the pattern let List skip them.
-var tempNameRE = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
+// Temp files of in-flight writes live next to their target, named by TempName (temp.go): being in the
+// same directory makes the final rename/link atomic (same filesystem); the leading dot and the pattern
+// let List skip them, and Leftovers find the ones killed writers left behind.
 
-func isTempName(name string) bool { return tempNameRE.MatchString(name) }
-
-// objectPerm is applied to every object: CreateTemp makes 0600 files, but tables are routinely read
-// by other users (Spark, Trino) sharing the filesystem.
+// objectPerm is applied to every object, whatever the umask: tables are routinely read by other users
+// (Spark, Trino) sharing the filesystem.
 const objectPerm = 0o644
 
 // Put implements Store: temp file, fsync, rename, fsync directory.
@@ -121,16 +117,22 @@ func createTemp(target string) (*os.File, error) {
 		}
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return nil, err
+	for range 10 {
+		f, err := os.OpenFile(filepath.Join(dir, TempName(name)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue // 64 random bits collided: practically never
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := f.Chmod(objectPerm); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		return f, nil
 	}
-	if err := f.Chmod(objectPerm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
+	return nil, fmt.Errorf("could not create a unique temp file in %s", dir)
 }
 
 // mkdirAll is os.MkdirAll that also fsyncs the parent of every directory it creates: the first commit
