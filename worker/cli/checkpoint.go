@@ -28,7 +28,8 @@ and updates _delta_log/_last_checkpoint. A version that already has a checkpoint
 --log-cleanup then deletes commits, checkpoints, checksums and sidecars older than the table's
 delta.logRetentionDuration (30 days by default), the protocol's safe way: everything from the newest
 checkpoint before the cutoff on is kept, so every version inside the retention stays readable and
-time travel to it keeps working.`,
+time travel to it keeps working. It also removes the temp files (and, on S3, incomplete checkpoint
+uploads) that interrupted deltakeeper writes left in _delta_log, once older than the cutoff.`,
 		Example: `  deltakeeper checkpoint ./orders
   deltakeeper checkpoint s3://lake/events --log-cleanup -o json`,
 		Args: cobra.ExactArgs(1),
@@ -101,18 +102,26 @@ func logCleanupOp(ctx context.Context, tbl *delta.Table, text io.Writer) (op res
 	res, err := tbl.CleanupLog(ctx)
 	if res != nil {
 		op.FilesRemoved = int64(len(res.Deleted))
+		op.TempFilesRemoved, op.TempBytesRemoved = int64(len(res.Leftovers)), res.LeftoverBytes
 	}
 	if err != nil {
 		return failedOp(op, fmt.Errorf("log cleanup (%d files deleted before the error): %w", op.FilesRemoved, err))
 	}
-	if len(res.Deleted) == 0 {
+	switch {
+	case len(res.Deleted) == 0 && len(res.Leftovers) == 0:
 		op.Outcome = result.NothingToDo
 		op.Message = "nothing to delete: " + res.Skipped
-	} else {
+	case len(res.Deleted) == 0:
+		op.Outcome = result.Succeeded
+		op.Message = "no expired log files: " + res.Skipped
+	default:
 		op.Outcome = result.Succeeded
 		v := int64(res.OldestKept)
 		op.Version = &v
 		op.Message = fmt.Sprintf("deleted %d log files before checkpoint %d (retention cutoff %s)", len(res.Deleted), res.OldestKept, res.Cutoff.Format(time.DateOnly))
+	}
+	if n := len(res.Leftovers); n > 0 {
+		op.Message += fmt.Sprintf("; removed %d temp files and uploads of interrupted writes (%s)", n, humanBytes(res.LeftoverBytes))
 	}
 	fmt.Fprintf(text, "log cleanup %s: %s\n", tbl.Location(), op.Message)
 	return op, nil

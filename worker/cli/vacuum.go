@@ -31,7 +31,9 @@ to versions older than the retention stops working for the files deleted.
 --mode full lists the table's storage and also finds orphans (files of failed writes); lite only
 deletes the files of the log's expired remove actions and needs no listing. The log, hidden paths
 (names starting with _ or .) other than _change_data, _delta_index and partition directories, and
-files younger than the retention are never deleted. A retention below the table's is refused unless
+files younger than the retention are never deleted. Full mode also removes the temp files (and, on S3,
+the incomplete multipart uploads) that interrupted deltakeeper writes left in data directories, once
+older than the retention; those under _delta_log are checkpoint --log-cleanup's. A retention below the table's is refused unless
 --allow-short-retention: readers of older snapshots and writers still committing may need the files.`,
 		Example: `  deltakeeper vacuum ./orders --dry-run
   deltakeeper vacuum s3://lake/events --retention 72h --allow-short-retention
@@ -138,6 +140,15 @@ func vacuumText(location string, r *vacuum.Report, dryRun bool) string {
 	}
 	if r.Mode == vacuum.Full {
 		fmt.Fprintf(&b, "  %d directories scanned; %d unreferenced files kept because they are younger than the retention\n", r.Directories, r.KeptRecent)
+		switch {
+		case r.Leftovers > 0 && dryRun:
+			fmt.Fprintf(&b, "  dry run: would remove %d temp files and uploads of interrupted writes (%s)\n", r.Leftovers, humanBytes(r.LeftoverBytes))
+		case r.Leftovers > 0:
+			fmt.Fprintf(&b, "  removed %d of %d temp files and uploads of interrupted writes (%s)\n", r.LeftoversRemoved, r.Leftovers, humanBytes(r.LeftoverBytesRemoved))
+		}
+		if r.KeptRecentLeftovers > 0 {
+			fmt.Fprintf(&b, "  %d temp files and uploads of writes kept because they are younger than the retention\n", r.KeptRecentLeftovers)
+		}
 	}
 	return b.String()
 }

@@ -130,6 +130,7 @@ type input struct {
 	add     *delta.AddFile
 	key     string
 	deleted *roaring64.Bitmap
+	rows    int64 // physical rows, from the footer
 	live    int64 // rows left after the deletion vector
 	// memRow estimates the in-memory bytes of one decoded row; diskRow the file bytes per live row.
 	memRow, diskRow float64
@@ -163,7 +164,7 @@ func openInputs(ctx context.Context, l *layout, files []*delta.AddFile) ([]*inpu
 		rows := pf.NumRows()
 		in.uncompressed = uncompressed
 		r.Close()
-		in.live = rows
+		in.rows, in.live = rows, rows
 		if in.deleted != nil {
 			in.live -= int64(in.deleted.GetCardinality())
 		}

@@ -71,39 +71,48 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 	}
 	say(progress, "%s", plan)
 	cube := newZCube(names, CurveHilbert, target)
-	adds, preserved, err := rewriteFiles(ctx, snap, keys, sel.files, nil, &cube, false, opts, target, progress)
+	adds, removes, preserved, err := rewriteFiles(ctx, snap, keys, sel.files, nil, &cube, false, opts, target, progress)
 	if err != nil {
 		return finish(err)
 	}
 	params := map[string]string{"predicate": "[]", "zOrderBy": "[]", "clusterBy": cube.orderBy, "auto": "false", "isFull": fmt.Sprint(opts.Full)}
-	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, sel.files, adds, preserved, plan))
+	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, removes, adds, preserved, plan))
 }
 
-// rewriteFiles runs one rewrite job and returns its outputs, deleting them on failure.
+// rewriteFiles runs one rewrite job and returns its outputs, deleting them on failure, and the files
+// to remove: the inputs, with the row count of their footers where their adds carry none (so that the
+// commit's row check covers them, and a rewrite of only empty files can commit).
 func rewriteFiles(ctx context.Context, snap *delta.Snapshot, keys [][]string, files []*delta.AddFile, pv delta.PartitionValues,
-	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) ([]*delta.AddFile, bool, error) {
+	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) (adds, removes []*delta.AddFile, preserved bool, err error) {
 	l, err := newLayout(snap, keys, target)
 	if err != nil {
 		if errors.Is(err, delta.ErrUnsupportedTable) {
-			return nil, false, result.Refuse(result.ReasonUnsupportedFeature, err)
+			return nil, nil, false, result.Refuse(result.ReasonUnsupportedFeature, err)
 		}
-		return nil, false, result.Refuse(result.ReasonCorruptTable, err)
+		return nil, nil, false, result.Refuse(result.ReasonCorruptTable, err)
 	}
 	ins, err := openInputs(ctx, l, files)
 	if err != nil {
-		return nil, false, classifyIO(err)
+		return nil, nil, false, classifyIO(err)
 	}
 	out, err := newOutputs(l, pv, cube)
 	if err != nil {
-		return nil, false, result.Fail(result.ReasonCorruptTable, err)
+		return nil, nil, false, result.Fail(result.ReasonCorruptTable, err)
 	}
 	defer withMemoryLimit(opts.MemoryLimit)()
 	j := &rewriteJob{l: l, ins: ins, out: out, zorder: zorder, opts: opts, progress: progress}
 	st, err := j.run(ctx)
 	if err != nil {
-		return nil, false, errors.Join(classifyIO(err), out.abort(context.WithoutCancel(ctx)))
+		return nil, nil, false, errors.Join(classifyIO(err), out.abort(context.WithoutCancel(ctx)))
 	}
-	return st.adds, l.rtID >= 0, nil
+	for _, in := range ins {
+		f := in.add
+		if _, ok := delta.NumRecords(f.Stats); !ok {
+			f = f.WithNumRecords(in.rows)
+		}
+		removes = append(removes, f)
+	}
+	return st.adds, removes, l.rtID >= 0, nil
 }
 
 // commitAndReport commits a finished rewrite and fills the Op; outputs are deleted when the commit

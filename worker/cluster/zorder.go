@@ -62,7 +62,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 		return finish(nil)
 	}
 	slices.Sort(order)
-	var inputs, adds []*delta.AddFile
+	var inputs, adds, removes []*delta.AddFile
 	var bytes int64
 	for _, k := range order {
 		for _, f := range parts[k] {
@@ -81,11 +81,11 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 	for i, k := range order {
 		say(progress, "partition %d/%d", i+1, len(order))
 		files := parts[k]
-		out, p, err := rewriteFiles(ctx, snap, keys, files, files[0].PartitionValues, nil, true, opts, target, progress)
+		out, rm, p, err := rewriteFiles(ctx, snap, keys, files, files[0].PartitionValues, nil, true, opts, target, progress)
 		if err != nil {
 			return finish(joinCleanup(ctx, tbl, err, adds))
 		}
-		adds, preserved = append(adds, out...), p
+		adds, removes, preserved = append(adds, out...), append(removes, rm...), p
 	}
 	by, _ := json.Marshal(columns)
 	pred := "[]"
@@ -94,7 +94,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 		pred = string(b)
 	}
 	params := map[string]string{"predicate": pred, "zOrderBy": string(by), "auto": "false"}
-	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, inputs, adds, preserved, plan))
+	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, removes, adds, preserved, plan))
 }
 
 func joinCleanup(ctx context.Context, tbl *delta.Table, err error, adds []*delta.AddFile) error {

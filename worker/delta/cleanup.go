@@ -23,8 +23,14 @@ type CleanupResult struct {
 	OldestKept Version
 	// Deleted lists the deleted keys, oldest version first.
 	Deleted []string
-	// Skipped explains why nothing was deleted, when nothing was.
+	// Skipped explains why no expired log file was deleted, when none was.
 	Skipped string
+	// Leftovers lists the temp files and incomplete checkpoint uploads of interrupted writes that were
+	// removed from _delta_log (their last activity before Cutoff), LeftoverBytes their size;
+	// KeptRecentLeftovers counts the younger ones, which may belong to writes in progress.
+	Leftovers           []string
+	LeftoverBytes       int64
+	KeptRecentLeftovers int
 }
 
 // CleanupLog deletes log files that are no longer needed to reconstruct any version within
@@ -38,7 +44,13 @@ type CleanupResult struct {
 //  4. sidecars no remaining checkpoint references are deleted once older than a day.
 //
 // With checkpointProtection, versions below delta.requireCheckpointProtectionBeforeVersion are only
-// removed all at once. delta.enableExpiredLogCleanup=false disables cleanup.
+// removed all at once. delta.enableExpiredLogCleanup=false disables cleanup of log files.
+//
+// Whatever happened to the log files, the leftovers of interrupted deltakeeper writes under
+// _delta_log (temp files of commits, checkpoints and _last_checkpoint, incomplete checkpoint uploads
+// on S3; see storage/temp.go) whose last activity is before the cutoff are removed too: no reader
+// ever sees them, and nothing else would ever delete them. delta.enableExpiredLogCleanup does not
+// keep them: they are not part of the log's history.
 func (t *Table) CleanupLog(ctx context.Context) (*CleanupResult, error) {
 	st, err := t.State(ctx, NoVersion)
 	if err != nil {
@@ -52,11 +64,9 @@ func (t *Table) CleanupLog(ctx context.Context) (*CleanupResult, error) {
 		return nil, err
 	}
 	res := &CleanupResult{OldestKept: NoVersion}
-	if enabled, err := st.Properties.Bool(PropEnableExpiredLogCleanup, true); err != nil {
+	enabled, err := st.Properties.Bool(PropEnableExpiredLogCleanup, true)
+	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t.Location(), err)
-	} else if !enabled {
-		res.Skipped = PropEnableExpiredLogCleanup + " is false"
-		return res, nil
 	}
 	retention, err := st.Properties.LogRetention()
 	if err != nil {
@@ -64,43 +74,56 @@ func (t *Table) CleanupLog(ctx context.Context) (*CleanupResult, error) {
 	}
 	now := t.clock.Now()
 	res.Cutoff = now.Add(-retention).UTC().Truncate(24 * time.Hour)
+	if !enabled {
+		res.Skipped = PropEnableExpiredLogCleanup + " is false"
+	} else if err := t.cleanupExpiredLog(ctx, st, res, now); err != nil {
+		return res, err
+	}
+	if err := t.cleanupLogLeftovers(ctx, res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
 
+// cleanupExpiredLog deletes the log files made unnecessary by the newest checkpoint before the
+// cutoff (steps 2 to 4 of CleanupLog).
+func (t *Table) cleanupExpiredLog(ctx context.Context, st *TableState, res *CleanupResult, now time.Time) error {
 	l, err := listLog(ctx, t.store, "", NoVersion)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cp := t.cleanupCheckpoint(l, res.Cutoff)
 	if cp == NoVersion {
 		res.Skipped = "no complete checkpoint is older than the retention cutoff"
-		return res, nil
+		return nil
 	}
 	// The log from cp on must reconstruct every later version, or deleting before it would
 	// leave nothing readable.
 	for v := cp + 1; v <= l.maxVersion; v++ {
 		if _, ok := l.commits[v]; !ok {
 			res.Skipped = fmt.Sprintf("commit %d is missing after checkpoint %d; not cleaning a log with gaps", v, cp)
-			return res, nil
+			return nil
 		}
 	}
 	if st.Protocol.HasWriterFeature(FeatureCheckpointProtection) {
 		protected, err := st.Properties.Int(PropCheckpointProtectionVersion, 0)
 		if err != nil {
-			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
+			return fmt.Errorf("table %s: %w", t.Location(), err)
 		}
 		if int64(cp) < protected {
 			res.Skipped = fmt.Sprintf("checkpointProtection: versions below %d may only be removed all at once, and the newest expired checkpoint is %d", protected, cp)
-			return res, nil
+			return nil
 		}
 	}
 	doomed := expiredLogFiles(l, cp)
 	// Sidecars first: which ones do the remaining checkpoints still reference?
 	sidecars, err := t.unreferencedSidecars(ctx, l, cp, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, key := range append(doomed, sidecars...) {
 		if err := t.store.Delete(ctx, key); err != nil {
-			return res, fmt.Errorf("table %s: delete %s: %w", t.Location(), key, err)
+			return fmt.Errorf("table %s: delete %s: %w", t.Location(), key, err)
 		}
 		res.Deleted = append(res.Deleted, key)
 	}
@@ -108,7 +131,7 @@ func (t *Table) CleanupLog(ctx context.Context) (*CleanupResult, error) {
 	if len(res.Deleted) == 0 {
 		res.Skipped = "nothing older than the retention cutoff"
 	}
-	return res, nil
+	return nil
 }
 
 // cleanupCheckpoint is the newest complete checkpoint whose commit time is not after cutoff.

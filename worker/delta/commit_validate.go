@@ -64,7 +64,13 @@ func (tx *Transaction) validate() error {
 		if a, ok := addPaths[r.Path]; ok && a.DeletionVector.UniqueID() == r.DeletionVector.UniqueID() {
 			return fail("file %s is both added and removed with the same deletion vector", r.Key())
 		}
-		if n, ok := NumRecords(live.Stats); ok {
+		// The live add's count, else the one the caller read from the file's footer and recorded
+		// with the remove (AddFile.WithNumRecords): files without statistics are still checked.
+		n, ok := NumRecords(live.Stats)
+		if !ok {
+			n, ok = NumRecords(r.Stats)
+		}
+		if ok {
 			removedRows += n
 			if live.DeletionVector != nil {
 				removedRows -= live.DeletionVector.Cardinality

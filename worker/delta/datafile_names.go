@@ -2,6 +2,7 @@ package delta
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -29,3 +30,10 @@ func codecExtension(codec string) string {
 func DataFileName(seq int, codec string) string {
 	return fmt.Sprintf("part-%05d-%s.c000%s.parquet", seq, uuid.NewString(), codecExtension(codec))
 }
+
+// dataFileNameRE matches exactly what DataFileName returns (Spark's own names have "-c000" instead).
+var dataFileNameRE = regexp.MustCompile(`^part-[0-9]{5,}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.c000(\.zstd|\.snappy|\.gz|\.lz4raw|\.br)?\.parquet$`)
+
+// IsDataFileName reports whether a base name is one DataFileName could have returned: a data file
+// deltakeeper wrote. Vacuum uses it to tell its own abandoned S3 uploads from other writers'.
+func IsDataFileName(name string) bool { return dataFileNameRE.MatchString(name) }

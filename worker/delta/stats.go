@@ -3,7 +3,9 @@ package delta
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -132,6 +134,29 @@ func NumRecords(statsJSON string) (int64, bool) {
 		return 0, false
 	}
 	return *top.NumRecords, true
+}
+
+// WithNumRecords returns a copy of a whose statistics record numRecords = n, for a file whose add
+// carries no row count: n is what the caller read from the file's Parquet footer (its physical rows,
+// deletion vector included). Other statistics are kept. Rewrites remove such files with the copy, so
+// the remove action records the count and the commit's row check (validateRewrite) can use it.
+func (a *AddFile) WithNumRecords(n int64) *AddFile {
+	c := *a
+	var fields map[string]json.RawMessage
+	if a.Stats != "" && json.Unmarshal([]byte(a.Stats), &fields) != nil {
+		fields = nil // unreadable statistics: the count is all we know
+	}
+	// numRecords first, as every writer puts it, so that NumRecords takes its fast path.
+	b := []byte(`{"numRecords":` + strconv.FormatInt(n, 10))
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if k == "numRecords" {
+			continue
+		}
+		name, _ := json.Marshal(k)
+		b = append(append(append(append(b, ','), name...), ':'), fields[k]...)
+	}
+	c.Stats = string(append(b, '}'))
+	return &c
 }
 
 // leadingNumRecords reads numRecords without a JSON decoder when the stats start with it, as every

@@ -114,6 +114,9 @@ func (c *committer) transaction(batch []*rewritten) (*delta.Transaction, error) 
 	for _, rw := range batch {
 		for _, f := range rw.bin.Files {
 			live, _ := c.base.File(f.Key())
+			if n, ok := rw.bin.footerRows[f.Key()]; ok {
+				live = live.WithNumRecords(n)
+			}
 			tx.Remove(false, live)
 		}
 		tx.Add(rw.adds...)

@@ -4,11 +4,15 @@
 //
 // A run plans, rewrites and commits:
 //
-//   - plan (pure): the candidates are files smaller than the minimum file size, files whose deletion
-//     vector hides more than the allowed share of their rows, and files with a deletion vector but
-//     no row count; they are grouped by normalised partition values, sorted by size and packed
-//     greedily into bins of at most the target size; a bin of one file is dropped unless the file
-//     carries a deletion vector (rewriting it purges the deleted rows).
+//   - plan (pure, after one I/O step): the candidates are files smaller than the minimum file size,
+//     files whose deletion vector hides more than the allowed share of their rows, and files with a
+//     deletion vector but no row count; they are grouped by normalised partition values, sorted by
+//     size and packed greedily into bins of at most the target size; a bin of one file is dropped
+//     unless the file carries a deletion vector (rewriting it purges the deleted rows) or holds no
+//     rows (rewriting it removes it and adds nothing). Candidates whose add carries no numRecords
+//     (old Spark writers; an overwrite can leave a zero-row file without statistics) get their row
+//     count from their Parquet footer first, so that every bin knows its rows, the rewrite is
+//     checked against them, and the removes record them for the commit's row check.
 //   - rewrite: each bin is streamed through parquetio.Rewrite (page-level column copy, deletion
 //     vectors applied, output rolled at the target size), bins in parallel. Memory is bounded by a
 //     few row groups per bin in flight, whatever the table size. On tables with row tracking

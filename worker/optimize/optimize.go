@@ -103,6 +103,9 @@ func RunSnapshot(ctx context.Context, snap *delta.Snapshot, opts Options, progre
 	if err != nil {
 		return nil, err
 	}
+	if cfg.footerRows, err = footerRowCounts(ctx, snap, cfg); err != nil {
+		return nil, err
+	}
 	p, err := plan(snap, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: plan compaction: %w", snap.Table().Location(), err)

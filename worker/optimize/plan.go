@@ -20,9 +20,13 @@ type Bin struct {
 	Bytes           int64
 	// DVFiles and DVRows count the inputs with deletion vectors and the rows they hide.
 	DVFiles, DVRows int64
-	// LiveRows is the number of rows the bin holds; RowsKnown is false when an input lacks numRecords.
+	// LiveRows is the number of rows the bin holds; RowsKnown is false when an input lacks numRecords
+	// and its footer was not read.
 	LiveRows  int64
 	RowsKnown bool
+	// footerRows are the physical row counts of the inputs whose adds carry no numRecords, read from
+	// their footers; their removes record them (AddFile.WithNumRecords).
+	footerRows map[delta.FileKey]int64
 }
 
 // Plan is what a compaction will do, computed from the log alone.
@@ -57,6 +61,8 @@ type planConfig struct {
 	// include selects the files to consider (the --where partitions, auto compaction's touched
 	// partitions); nil means every live file.
 	include func(*delta.AddFile) bool
+	// footerRows are the row counts of candidates without numRecords (footerRowCounts).
+	footerRows map[delta.FileKey]int64
 }
 
 // plan bin-packs the candidates of a snapshot (OptimizeExecutor.optimize, steps 1-4).
@@ -92,7 +98,7 @@ func plan(snap *delta.Snapshot, cfg planConfig) (*Plan, error) {
 	rewritten := 0
 	var err error
 	for _, k := range keys {
-		bins := packBins(k, byPartition[k], cfg.target)
+		bins := packBins(k, byPartition[k], cfg)
 		if len(bins) > 0 {
 			p.Partitions++
 		}
@@ -118,7 +124,7 @@ func isCandidate(f *delta.AddFile, cfg planConfig) bool {
 	if f.DeletionVector == nil {
 		return false
 	}
-	n, ok := delta.NumRecords(f.Stats)
+	n, ok := cfg.rowCount(f)
 	if !ok {
 		return true
 	}
@@ -127,8 +133,10 @@ func isCandidate(f *delta.AddFile, cfg planConfig) bool {
 
 // packBins fills bins greedily with the partition's files in ascending size order, closing a bin when
 // the next file would take it over target. A bin of one file is kept only when the file carries a
-// deletion vector, since rewriting a lone file otherwise gains nothing.
-func packBins(partition string, files []*delta.AddFile, target int64) []*Bin {
+// deletion vector or holds no rows at all (its rewrite removes it and adds nothing), since rewriting
+// a lone file otherwise gains nothing.
+func packBins(partition string, files []*delta.AddFile, cfg planConfig) []*Bin {
+	target := cfg.target
 	files = slices.Clone(files)
 	slices.SortStableFunc(files, func(a, b *delta.AddFile) int {
 		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Path, b.Path))
@@ -136,7 +144,7 @@ func packBins(partition string, files []*delta.AddFile, target int64) []*Bin {
 	var bins []*Bin
 	var cur *Bin
 	flush := func() {
-		if cur != nil && (len(cur.Files) > 1 || len(cur.Files) == 1 && cur.Files[0].DeletionVector != nil) {
+		if cur != nil && (len(cur.Files) > 1 || cur.Files[0].DeletionVector != nil || cur.RowsKnown && cur.LiveRows == 0) {
 			bins = append(bins, cur)
 		}
 		cur = nil
@@ -148,18 +156,24 @@ func packBins(partition string, files []*delta.AddFile, target int64) []*Bin {
 		if cur == nil {
 			cur = &Bin{Partition: partition, PartitionValues: f.PartitionValues, RowsKnown: true}
 		}
-		cur.add(f)
+		cur.add(f, cfg)
 	}
 	flush()
 	return bins
 }
 
-func (b *Bin) add(f *delta.AddFile) {
+func (b *Bin) add(f *delta.AddFile, cfg planConfig) {
 	b.Files = append(b.Files, f)
 	b.Bytes += f.Size
-	n, ok := delta.NumRecords(f.Stats)
+	n, ok := cfg.rowCount(f)
 	if !ok {
 		b.RowsKnown = false
+	}
+	if _, stats := delta.NumRecords(f.Stats); ok && !stats {
+		if b.footerRows == nil {
+			b.footerRows = map[delta.FileKey]int64{}
+		}
+		b.footerRows[f.Key()] = n
 	}
 	b.LiveRows += n
 	if dv := f.DeletionVector; dv != nil {

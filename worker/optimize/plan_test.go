@@ -55,13 +55,14 @@ func TestPackBins_FillsBinsGreedilyInSizeOrder(t *testing.T) {
 		{"a bin closes before it would exceed the target", []*delta.AddFile{file("a", 40, 1, 0), file("b", 40, 1, 0), file("c", 40, 1, 0), file("d", 40, 1, 0)}, 100, []string{"a+b", "c+d"}},
 		{"a lone file is left alone", []*delta.AddFile{file("a", 60, 1, 0), file("b", 70, 1, 0)}, 100, nil},
 		{"a lone file with a deletion vector is rewritten", []*delta.AddFile{file("a", 60, 10, 0), file("b", 70, 10, 3)}, 100, []string{"b"}},
+		{"a lone empty file is removed", []*delta.AddFile{file("a", 60, 0, 0), file("b", 70, 1, 0)}, 100, []string{"a"}},
 		{"equal sizes are ordered by path", []*delta.AddFile{file("b", 10, 1, 0), file("a", 10, 1, 0)}, 100, []string{"a+b"}},
 		{"a file larger than the target gets its own bin", []*delta.AddFile{file("big", 500, 10, 9), file("a", 10, 1, 0), file("b", 10, 1, 0)}, 100, []string{"a+b", "big"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, b := range packBins("p", c.files, c.target) {
+			for _, b := range packBins("p", c.files, planConfig{target: c.target}) {
 				var names []string
 				for _, f := range b.Files {
 					names = append(names, f.Path)
@@ -76,13 +77,21 @@ func TestPackBins_FillsBinsGreedilyInSizeOrder(t *testing.T) {
 }
 
 func TestBin_CountsLiveAndDeletedRows(t *testing.T) {
-	b := packBins("p", []*delta.AddFile{file("a", 10, 100, 7), file("b", 10, 50, 0)}, 100)[0]
+	cfg := planConfig{target: 100}
+	b := packBins("p", []*delta.AddFile{file("a", 10, 100, 7), file("b", 10, 50, 0)}, cfg)[0]
 	if b.LiveRows != 143 || b.DVRows != 7 || b.DVFiles != 1 || !b.RowsKnown || b.Bytes != 20 {
 		t.Errorf("bin %+v", b)
 	}
-	b = packBins("p", []*delta.AddFile{file("a", 10, -1, 0), file("b", 10, 50, 0)}, 100)[0]
+	noStats := []*delta.AddFile{file("a", 10, -1, 0), file("b", 10, 50, 0)}
+	b = packBins("p", noStats, cfg)[0]
 	if b.RowsKnown {
 		t.Error("a bin with a file without numRecords must not claim to know its rows")
+	}
+	// With the count read from the footer, the bin knows its rows and remembers the count for the remove.
+	cfg.footerRows = map[delta.FileKey]int64{noStats[0].Key(): 30}
+	b = packBins("p", noStats, cfg)[0]
+	if !b.RowsKnown || b.LiveRows != 80 || b.footerRows[noStats[0].Key()] != 30 || len(b.footerRows) != 1 {
+		t.Errorf("bin with a footer count %+v", b)
 	}
 }
 

@@ -121,7 +121,11 @@ type Op struct {
 	BytesAdded   int64   `json:"bytesAdded,omitempty"`
 	BytesRemoved int64   `json:"bytesRemoved,omitempty"`
 	RowsPurged   int64   `json:"rowsPurged,omitempty"` // deletion-vector rows dropped by rewrites
-	DurationMs   int64   `json:"ms,omitempty"`
+	// TempFilesRemoved and TempBytesRemoved count the temp files and incomplete uploads of interrupted
+	// writes that vacuum and log cleanup removed (not part of FilesRemoved).
+	TempFilesRemoved int64 `json:"tempFilesRemoved,omitempty"`
+	TempBytesRemoved int64 `json:"tempBytesRemoved,omitempty"`
+	DurationMs       int64 `json:"ms,omitempty"`
 }
 
 // Encode renders the result as compact JSON no larger than MaxBytes, shortening the message and dropping the

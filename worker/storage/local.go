@@ -18,7 +18,8 @@ import (
 // nothing or the whole object, and link(2) failing with EEXIST elects exactly one PutIfAbsent winner
 // even across processes and hosts sharing the filesystem (NFSv3+ implements link atomically too).
 type LocalStore struct {
-	root string // absolute, cleaned
+	root    string // absolute, cleaned
+	durable *durableDirs
 }
 
 var _ Store = (*LocalStore)(nil)
@@ -33,7 +34,7 @@ func NewLocal(dir string) (*LocalStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local store: resolving %q: %w", dir, err)
 	}
-	return &LocalStore{root: abs}, nil
+	return &LocalStore{root: abs, durable: &durableDirs{}}, nil
 }
 
 // Root is the absolute directory the store is rooted at.

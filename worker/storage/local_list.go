@@ -24,13 +24,43 @@ func (s *LocalStore) List(ctx context.Context, prefix, startAfter string) iter.S
 			return
 		}
 		l := &localLister{s: s, ctx: ctx, prefix: prefix, startAfter: startAfter, yield: yield}
-		// Begin in the deepest directory the prefix names completely: "_delta_log/0000001" → "_delta_log/".
-		start := ""
-		if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
-			start = prefix[:i+1]
-		}
-		l.walk(start)
+		l.walk(startDir(prefix))
 	}
+}
+
+// startDir is the deepest directory a prefix names completely: "_delta_log/0000001" → "_delta_log/".
+func startDir(prefix string) string {
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		return prefix[:i+1]
+	}
+	return ""
+}
+
+// Leftovers implements LeftoverStore: the same walk as List, yielding only deltakeeper's temp files
+// (temp.go), which List hides.
+func (s *LocalStore) Leftovers(ctx context.Context, prefix string) iter.Seq2[Leftover, error] {
+	return func(yield func(Leftover, error) bool) {
+		if err := validatePrefix(prefix); err != nil {
+			yield(Leftover{}, fmt.Errorf("list %s: %w", s.Location(), err))
+			return
+		}
+		l := &localLister{s: s, ctx: ctx, prefix: prefix, temps: true, yield: func(info ObjectInfo, err error) bool {
+			if err != nil {
+				return yield(Leftover{}, err)
+			}
+			lo, _ := tempLeftover(info)
+			return yield(lo, nil)
+		}}
+		l.walk(startDir(prefix))
+	}
+}
+
+// RemoveLeftover implements LeftoverStore. Only deltakeeper's temp files are ever removed.
+func (s *LocalStore) RemoveLeftover(ctx context.Context, lo Leftover) error {
+	if lo.UploadID != "" || !isTempKey(lo.Key) {
+		return fmt.Errorf("remove leftover %s: not a deltakeeper temp file", s.uri(lo.Key))
+	}
+	return s.Delete(ctx, lo.Key)
 }
 
 type localLister struct {
@@ -38,6 +68,7 @@ type localLister struct {
 	ctx        context.Context
 	prefix     string
 	startAfter string
+	temps      bool // yield only temp files (Leftovers) instead of only objects
 	yield      func(ObjectInfo, error) bool
 }
 
@@ -104,14 +135,16 @@ func (l *localLister) walk(dirKey string) bool {
 	return true
 }
 
-// kind classifies an entry, following symlinks to files. Temp files of in-flight writes and
-// symlinks to directories (which could form cycles) are skipped.
+// kind classifies an entry, following symlinks to files. Temp files of in-flight writes (or, when
+// listing temps, everything else) and symlinks to directories (which could form cycles) are skipped.
 func (l *localLister) kind(dir string, e fs.DirEntry) (isDir, ok bool) {
 	switch t := e.Type(); {
 	case t.IsDir():
 		return true, true
 	case t.IsRegular():
-		return false, !isTempName(e.Name())
+		return false, isTempName(e.Name()) == l.temps
+	case l.temps:
+		return false, false // temps are regular files we created, never links
 	case t&fs.ModeSymlink != 0:
 		fi, err := os.Stat(filepath.Join(dir, e.Name()))
 		return false, err == nil && fi.Mode().IsRegular()

@@ -7,19 +7,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"syscall"
 )
 
-// Temp files of in-flight writes live next to their target as ".<name>.tmp-<digits>" (os.CreateTemp
-// fills in the digits). Being in the same directory makes the final rename/link atomic (same
-// filesystem); the leading dot and the pattern let List skip them.
-var tempNameRE = regexp.MustCompile(`^\..+\.tmp-[0-9]+$`)
+// Temp files of in-flight writes live next to their target, named by TempName (temp.go): being in the
+// same directory makes the final rename/link atomic (same filesystem); the leading dot and the pattern
+// let List skip them, and Leftovers find the ones killed writers left behind.
 
-func isTempName(name string) bool { return tempNameRE.MatchString(name) }
-
-// objectPerm is applied to every object: CreateTemp makes 0600 files, but tables are routinely read
-// by other users (Spark, Trino) sharing the filesystem.
+// objectPerm is applied to every object, whatever the umask: tables are routinely read by other users
+// (Spark, Trino) sharing the filesystem.
 const objectPerm = 0o644
 
 // Put implements Store: temp file, fsync, rename, fsync directory.
@@ -31,7 +27,7 @@ func (s *LocalStore) Put(ctx context.Context, key string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := writeTemp(p, data)
+	tmp, err := s.writeTemp(p, data)
 	if err != nil {
 		return fmt.Errorf("put %s: %w", s.uri(key), err)
 	}
@@ -62,7 +58,7 @@ func (s *LocalStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 	if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
 		return fmt.Errorf("put-if-absent %s: %w", s.uri(key), ErrAlreadyExists)
 	}
-	tmp, err := writeTemp(p, data)
+	tmp, err := s.writeTemp(p, data)
 	if err != nil {
 		return fmt.Errorf("put-if-absent %s: %w", s.uri(key), err)
 	}
@@ -80,9 +76,10 @@ func (s *LocalStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 		}
 		return fmt.Errorf("put-if-absent %s: %w", s.uri(key), err)
 	}
-	// The link made the object visible: from here on the write has happened, and reporting a failure would
-	// make a Delta committer believe a commit that exists did not. The deferred Remove of the temp name is
-	// best effort (List skips leftovers).
+	// The link made the object visible. The deferred Remove of the temp name is best effort (List
+	// skips leftovers; vacuum and log cleanup remove them). A failed directory fsync is still
+	// reported: the object exists but may not survive a power loss, which is the caller's to judge
+	// (delta's committer reads the key back before deciding).
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("put-if-absent %s: %w", s.uri(key), err)
 	}
@@ -90,8 +87,8 @@ func (s *LocalStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 }
 
 // writeTemp writes data to a fresh temp file next to target, fsyncs it and returns its path.
-func writeTemp(target string, data []byte) (string, error) {
-	f, err := createTemp(target)
+func (s *LocalStore) writeTemp(target string, data []byte) (string, error) {
+	f, err := s.createTemp(target)
 	if err != nil {
 		return "", err
 	}
@@ -113,64 +110,30 @@ func writeTemp(target string, data []byte) (string, error) {
 }
 
 // createTemp creates the hidden temp file for target, creating parent directories as needed.
-func createTemp(target string) (*os.File, error) {
+func (s *LocalStore) createTemp(target string) (*os.File, error) {
 	dir, name := filepath.Split(target)
-	if err := mkdirAll(dir); err != nil {
+	if err := s.ensureDir(filepath.Clean(dir)); err != nil {
 		if isNotDir(err) || errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("a parent of the key is an object, so it cannot also be a directory: %w", err)
 		}
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(objectPerm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, err
-	}
-	return f, nil
-}
-
-// mkdirAll is os.MkdirAll that also fsyncs the parent of every directory it creates: the first commit
-// of a table creates _delta_log/, and that entry must be as durable as the commit file inside it.
-func mkdirAll(dir string) error {
-	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-		return nil
-	}
-	var created []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
-			break
+	for range 10 {
+		f, err := os.OpenFile(filepath.Join(dir, TempName(name)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue // 64 random bits collided: practically never
 		}
-		created = append(created, d)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for i := len(created) - 1; i >= 0; i-- {
-		if err := syncDir(filepath.Dir(created[i])); err != nil {
-			return err
+		if err != nil {
+			return nil, err
 		}
+		if err := f.Chmod(objectPerm); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, err
+		}
+		return f, nil
 	}
-	return nil
-}
-
-// syncDir makes a completed rename or link durable: the new directory entry is only on disk once the
-// directory itself is fsynced.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("syncing directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		// EINVAL: the filesystem cannot fsync directories (some FUSE/network filesystems); the rename
-		// itself is still atomic, so there is nothing better to do than carry on.
-		return fmt.Errorf("syncing directory: %w", err)
-	}
-	return nil
+	return nil, fmt.Errorf("could not create a unique temp file in %s", dir)
 }
 
 // renameHint explains the one rename failure callers can act on.
@@ -193,7 +156,7 @@ func (s *LocalStore) Create(ctx context.Context, key string) (Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := createTemp(p)
+	f, err := s.createTemp(p)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", s.uri(key), err)
 	}

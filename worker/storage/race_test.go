@@ -18,7 +18,7 @@ import (
 
 // Environment of the helper process that TestMain turns the test binary into.
 const (
-	envHelper     = "DELTAKEEPER_STORAGE_TEST_HELPER" // "put-if-absent"
+	envHelper     = "DELTAKEEPER_STORAGE_TEST_HELPER" // "put-if-absent", "abandon-write"
 	envLocation   = "DELTAKEEPER_STORAGE_TEST_LOCATION"
 	envWriterID   = "DELTAKEEPER_STORAGE_TEST_WRITER"
 	envRounds     = "DELTAKEEPER_STORAGE_TEST_ROUNDS"
@@ -26,8 +26,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envHelper) == "put-if-absent" {
+	switch os.Getenv(envHelper) {
+	case "put-if-absent":
 		os.Exit(putIfAbsentHelper())
+	case "abandon-write":
+		os.Exit(abandonWriteHelper())
 	}
 	os.Exit(m.Run())
 }

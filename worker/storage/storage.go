@@ -1,6 +1,3 @@
-// Package storage is the byte layer of the worker: it lists, reads and writes objects under a table's
-// root on local disk or S3, and knows nothing about Delta. Every Delta commit relies on PutIfAbsent being
-// atomic: exactly one of any number of concurrent writers of a key wins, and nobody ever overwrites.
 package storage
 
 import (

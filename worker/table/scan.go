@@ -36,7 +36,7 @@ type ScanOptions struct {
 // ScanStats count what a scan did.
 type ScanStats struct {
 	FilesRead, FilesSkipped int
-	BytesRead               int64 // sizes of the files read
+	BytesRead               int64 // bytes read from the data files (footers and the pages decoded), counted at the reader
 	Rows                    int64 // rows returned
 	RowsDeleted             int64 // rows dropped by deletion vectors in the files read
 }
@@ -154,6 +154,7 @@ type scanItem struct {
 	rows                []types.Struct
 	done                bool
 	fileRows, fileDeled int64
+	fileBytes           int64
 	err                 error
 }
 
@@ -199,8 +200,9 @@ func (s *Scan) Each(ctx context.Context, fn func(f *delta.AddFile, rows []types.
 						return ctx.Err()
 					}
 				}
-				rows, deleted, err := s.readFile(ctx, loc, f, func(b []types.Struct) error { return send(scanItem{rows: b}) })
-				send(scanItem{done: true, fileRows: rows, fileDeled: deleted, err: err})
+				var read int64
+				rows, deleted, err := s.readFile(ctx, loc, f, &read, func(b []types.Struct) error { return send(scanItem{rows: b}) })
+				send(scanItem{done: true, fileRows: rows, fileDeled: deleted, fileBytes: read, err: err})
 			}()
 			select {
 			case order <- ch:
@@ -226,7 +228,7 @@ func (s *Scan) Each(ctx context.Context, fn func(f *delta.AddFile, rows []types.
 					return st, it.err
 				}
 				st.FilesRead++
-				st.BytesRead += f.Size
+				st.BytesRead += it.fileBytes
 				st.Rows += it.fileRows
 				st.RowsDeleted += it.fileDeled
 				break file
@@ -249,8 +251,8 @@ func (s *Scan) Each(ctx context.Context, fn func(f *delta.AddFile, rows []types.
 
 // readFile reads one live file: its DV, then its rows with partition values filled in, filtered
 // and projected, handed to fn batch by batch. It returns the rows delivered and the rows its deletion
-// vector dropped.
-func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, fn func([]types.Struct) error) (int64, int64, error) {
+// vector dropped, and sets *read to the bytes read from the data file.
+func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, read *int64, fn func([]types.Struct) error) (int64, int64, error) {
 	schema := s.snap.Schema()
 	physical := s.snap.PhysicalSchema()
 	var deleted *roaring64.Bitmap
@@ -279,11 +281,12 @@ func (s *Scan) readFile(ctx context.Context, loc *locator, f *delta.AddFile, fn 
 		fileSchema.Fields = append(fileSchema.Fields, physical.Fields[i])
 		fromFile = append(fromFile, j)
 	}
-	r, err := loc.open(ctx, f.Path)
+	opened, err := loc.open(ctx, f.Path)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer r.Close()
+	r := &countingReader{ReaderAt: opened}
+	defer func() { *read = r.n.Load(); r.Close() }()
 	pf, err := parquetio.Open(ctx, r)
 	if err != nil {
 		return 0, 0, fmt.Errorf("data file %s: %w", f.Path, err)

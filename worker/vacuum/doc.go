@@ -8,7 +8,10 @@
 //     still inside the retention period), except the log, hidden paths (a directory or file name
 //     starting with "_" or "." — Spark's isHiddenDirectory, which still descends into _change_data,
 //     _delta_index and partition directories such as _col=value) and files modified within the
-//     retention period (a writer may be about to commit them).
+//     retention period (a writer may be about to commit them). It also removes the leftovers of
+//     interrupted deltakeeper writes in data directories — temp files on disk, incomplete multipart
+//     uploads on S3 (storage/temp.go) — once their last activity is older than the retention
+//     (leftovers.go); those under _delta_log are log cleanup's.
 //   - Lite takes only the files of the snapshot's expired tombstones (remove actions older than the
 //     retention still in the log state) and their deletion vectors. It needs no listing, so it is
 //     cheap on large tables, but it cannot see orphans no commit ever referenced, nor removes whose

@@ -7,6 +7,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 // Mode is how candidates are found.
@@ -51,6 +52,13 @@ type Report struct {
 	// Directories is the number of directories scanned (full mode); KeptRecent counts unreferenced
 	// files kept because they are younger than the retention.
 	Directories, KeptRecent int64
+	// Leftovers (full mode) are the temp files and incomplete uploads of interrupted deltakeeper
+	// writes in data directories whose last activity is older than the cutoff (leftovers.go), with
+	// their bytes; LeftoversRemoved and LeftoverBytesRemoved what was removed; KeptRecentLeftovers the
+	// younger ones, which may belong to writes still in progress.
+	Leftovers, LeftoversRemoved         int64
+	LeftoverBytes, LeftoverBytesRemoved int64
+	KeptRecentLeftovers                 int64
 	// Sample lists the first SampleSize candidates (storage keys).
 	Sample []string
 }
@@ -93,8 +101,12 @@ func Run(ctx context.Context, tbl *delta.Table, opts Options, progress func(stri
 		return rep, err
 	}
 	var cands []candidate
+	var leftovers []storage.Leftover
 	if mode == Full {
 		cands, err = listCandidates(ctx, snap, refs, rep, progress)
+		if err == nil {
+			leftovers, err = findLeftovers(ctx, snap, rep)
+		}
 	} else {
 		cands, err = tombstoneCandidates(ctx, snap, refs, opts.Parallelism)
 	}
@@ -108,11 +120,14 @@ func Run(ctx context.Context, tbl *delta.Table, opts Options, progress func(stri
 			rep.Sample = append(rep.Sample, c.key)
 		}
 	}
-	if opts.DryRun || len(cands) == 0 {
+	if opts.DryRun || len(cands) == 0 && len(leftovers) == 0 {
 		rep.summarize(opts.DryRun)
 		return rep, nil
 	}
 	err = deleteAll(ctx, tbl.Store(), cands, opts.Parallelism, rep, progress)
+	if err == nil {
+		err = removeLeftovers(ctx, tbl.Store(), leftovers, opts.Parallelism, rep)
+	}
 	rep.summarize(false)
 	if err != nil {
 		rep.Op.Outcome, rep.Op.Reason = result.Failed, result.ReasonUnreachable
@@ -147,8 +162,9 @@ func checkRetention(snap *delta.Snapshot, opts Options) (time.Duration, error) {
 func (r *Report) summarize(dryRun bool) {
 	op := &r.Op
 	op.FilesRemoved, op.BytesRemoved = r.FilesDeleted, r.BytesDeleted
+	op.TempFilesRemoved, op.TempBytesRemoved = r.LeftoversRemoved, r.LeftoverBytesRemoved
 	switch {
-	case r.FilesToDelete == 0:
+	case r.FilesToDelete == 0 && r.Leftovers == 0:
 		op.Outcome = result.NothingToDo
 		op.Message = fmt.Sprintf("no unreferenced files older than %s (%s mode)", r.Retention, r.Mode)
 	case dryRun:
@@ -157,6 +173,13 @@ func (r *Report) summarize(dryRun bool) {
 	default:
 		op.Outcome = result.Succeeded
 		op.Message = fmt.Sprintf("deleted %d of %d files (%d bytes) older than %s (%s mode)", r.FilesDeleted, r.FilesToDelete, r.BytesDeleted, r.Retention, r.Mode)
+	}
+	switch {
+	case r.Leftovers == 0:
+	case dryRun:
+		op.Message += fmt.Sprintf("; would remove %d temp files and uploads of interrupted writes (%d bytes)", r.Leftovers, r.LeftoverBytes)
+	default:
+		op.Message += fmt.Sprintf("; removed %d of %d temp files and uploads of interrupted writes (%d bytes)", r.LeftoversRemoved, r.Leftovers, r.LeftoverBytesRemoved)
 	}
 	if r.Mode == Full {
 		op.Message += fmt.Sprintf(", %d directories scanned", r.Directories)
