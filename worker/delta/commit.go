@@ -127,18 +127,14 @@ func (e *CommitOutcomeUnknownError) Unwrap() []error { return []error{ErrCommitO
 // for callers recovering from a CommitOutcomeUnknownError.
 func (t *Table) FindCommit(ctx context.Context, txnID string, from Version) (Version, bool, error) {
 	for v := max(from, 0); ; v++ {
-		data, err := t.store.Get(ctx, CommitKey(v))
+		ci, err := t.readCommitInfo(ctx, v)
 		if errors.Is(err, storage.ErrNotFound) {
 			return NoVersion, false, nil
 		}
 		if err != nil {
 			return NoVersion, false, fmt.Errorf("table %s: read commit %d: %w", t.Location(), v, err)
 		}
-		actions, err := parseActions(data)
-		if err != nil {
-			return NoVersion, false, fmt.Errorf("table %s: commit %d: %w", t.Location(), v, err)
-		}
-		if w := summarize(v, actions); w.commitInfo != nil && w.commitInfo.TxnID == txnID {
+		if ci != nil && ci.TxnID == txnID {
 			return v, true, nil
 		}
 	}
@@ -157,17 +153,13 @@ type commitState struct {
 func (tx *Transaction) resolveConflicts(ctx context.Context, state *commitState) ([]Version, Version, error) {
 	var winners []Version
 	for v := state.version; ; v++ {
-		data, err := tx.table.store.Get(ctx, CommitKey(v))
+		actions, err := tx.table.readCommit(ctx, v)
 		if errors.Is(err, storage.ErrNotFound) {
 			state.version = v
 			return winners, NoVersion, nil
 		}
 		if err != nil {
 			return nil, NoVersion, fmt.Errorf("table %s: read winning commit %d: %w", tx.table.Location(), v, err)
-		}
-		actions, err := parseActions(data)
-		if err != nil {
-			return nil, NoVersion, fmt.Errorf("table %s: winning commit %d: %w", tx.table.Location(), v, err)
 		}
 		w := summarize(v, actions)
 		if w.commitInfo != nil && w.commitInfo.TxnID == tx.txnID {
@@ -194,16 +186,35 @@ func (tx *Transaction) resolveConflicts(ctx context.Context, state *commitState)
 
 // isMine reports whether commit v exists and carries this transaction's id.
 func (tx *Transaction) isMine(ctx context.Context, v Version) (bool, error) {
-	data, err := tx.table.store.Get(ctx, CommitKey(v))
+	ci, err := tx.table.readCommitInfo(ctx, v)
 	if err != nil {
 		return false, err
 	}
-	actions, err := parseActions(data)
-	if err != nil {
-		return false, err
-	}
-	w := summarize(v, actions)
-	return w.commitInfo != nil && w.commitInfo.TxnID == tx.txnID, nil
+	return ci != nil && ci.TxnID == tx.txnID, nil
+}
+
+// readCommit reads every action of commit v, streaming the file; storage.ErrNotFound when the
+// commit does not exist.
+func (t *Table) readCommit(ctx context.Context, v Version) ([]*Action, error) {
+	var actions []*Action
+	err := readLogFile(ctx, t.store, CommitKey(v), readOptions{commitInfo: true}, func(a *Action) error {
+		actions = append(actions, a)
+		return nil
+	})
+	return actions, err
+}
+
+// readCommitInfo reads the commitInfo of commit v (nil if it has none), decoding nothing else
+// it does not need to.
+func (t *Table) readCommitInfo(ctx context.Context, v Version) (*CommitInfo, error) {
+	var ci *CommitInfo
+	err := readLogFile(ctx, t.store, CommitKey(v), readOptions{commitInfo: true}, func(a *Action) error {
+		if a.CommitInfo != nil {
+			ci = a.CommitInfo
+		}
+		return nil
+	})
+	return ci, err
 }
 
 // serialize renders the commit for state: commitInfo first (required with in-commit timestamps),

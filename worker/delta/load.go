@@ -134,7 +134,7 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 	st.metadataOnly = metadataOnly
 	// The commits after the checkpoint are parsed while the checkpoint is decoded; they are
 	// applied after it, in order.
-	commits := startCommitReader(ctx, t.store, seg.deltas)
+	commits := startCommitReader(ctx, t.store, seg.deltas, seg.version)
 	defer commits.stop()
 	if len(seg.checkpoint) > 0 {
 		if err := t.readCheckpoint(ctx, seg, st); err != nil {
