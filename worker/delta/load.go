@@ -151,6 +151,11 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
 		}
+		if f.kind == kindCompaction {
+			if err := checkReconciled(t.Location(), f, actions); err != nil {
+				return nil, err
+			}
+		}
 		for _, a := range actions {
 			if a.CommitInfo != nil {
 				if isTarget {
