@@ -75,3 +75,58 @@ func atoiOrFail(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestCommands_AllRefuseAPartitionColumnMissingFromTheSchema: one validation for every command
+// (it was refused by optimize only; scan, vacuum and checkpoint went ahead).
+func TestCommands_AllRefuseAPartitionColumnMissingFromTheSchema(t *testing.T) {
+	loc := filepath.Join(t.TempDir(), "orders")
+	demoTable(t, loc, 3, 50, "--partitioned")
+	logDir := filepath.Join(loc, "_delta_log")
+	first, err := os.ReadFile(filepath.Join(logDir, "00000000000000000000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var metaData string
+	for _, line := range strings.Split(string(first), "\n") {
+		if strings.HasPrefix(line, `{"metaData":`) {
+			metaData = strings.Replace(line, `"partitionColumns":["order_date"]`, `"partitionColumns":["order_day"]`, 1)
+		}
+	}
+	if metaData == "" || !strings.Contains(metaData, "order_day") {
+		t.Fatalf("no partitioned metaData in commit 0:\n%s", first)
+	}
+	entries, _ := os.ReadDir(logDir)
+	next := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".json") && len(e.Name()) == 25 {
+			next++
+		}
+	}
+	commit := `{"commitInfo":{"operation":"SET TBLPROPERTIES"}}` + "\n" + metaData + "\n"
+	if err := os.WriteFile(filepath.Join(logDir, fmt.Sprintf("%020d.json", next)), []byte(commit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := listTree(t, loc)
+	for _, c := range []struct {
+		name string
+		cmd  func(Mode) *cobra.Command
+		args []string
+	}{
+		{"scan", newScanCmd, []string{"--format", "jsonl"}},
+		{"vacuum", newVacuumCmd, []string{"--retention", "0", "--allow-short-retention"}},
+		{"checkpoint", newCheckpointCmd, nil},
+		{"optimize", newOptimizeCmd, nil},
+		{"inspect", newInspectCmd, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := execute(t, c.cmd, append([]string{loc, "-o", "json"}, c.args...)...)
+			text := out + errOut
+			if code != 2 || !strings.Contains(text, result.ReasonCorruptTable) || !strings.Contains(text, `partition column \"order_day\"`) {
+				t.Fatalf("exit %d, want 2 with reason %s naming the column:\n%.2000s", code, result.ReasonCorruptTable, text)
+			}
+			if !slices.Equal(listTree(t, loc), before) {
+				t.Fatalf("%s changed the table", c.name)
+			}
+		})
+	}
+}

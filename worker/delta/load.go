@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 // ErrIncompleteLog is matched by errors for logs lacking a protocol or metadata action.
@@ -143,6 +141,7 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 			}
 			return nil, &checkpointReadError{version: seg.cpVersion, err: err}
 		}
+		st.metadataSource = seg.checkpoint[0].Key
 	}
 	var commitInfo *CommitInfo
 	for i, f := range seg.deltas {
@@ -155,6 +154,8 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 			if err := checkReconciled(t.Location(), f, actions); err != nil {
 				return nil, err
 			}
+		} else if err := checkDuplicateFileActions(t.Location(), f, actions); err != nil {
+			return nil, err
 		}
 		for _, a := range actions {
 			if a.CommitInfo != nil {
@@ -165,6 +166,9 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 			}
 			if a.Sidecar != nil || a.CheckpointMetadata != nil {
 				continue // only allowed in checkpoints; ignore rather than misapply
+			}
+			if a.MetaData != nil {
+				st.metadataSource = f.Key
 			}
 			st.apply(a)
 		}
@@ -310,9 +314,9 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	if err := checkLogReadable(loc, st.protocol); err != nil {
 		return nil, err
 	}
-	schema, err := types.ParseSchema(st.metadata.SchemaString)
+	schema, err := validateMetadata(loc, seg.version, st.metadata, st.metadataSource)
 	if err != nil {
-		return nil, fmt.Errorf("table %s at version %d: %w", loc, seg.version, err)
+		return nil, err
 	}
 	props := TableProperties(st.metadata.Configuration)
 	if props == nil {
@@ -337,6 +341,11 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	}
 	for k, v := range st.domains {
 		s.domains[k] = *v
+	}
+	if !st.metadataOnly {
+		if s.writeViolation, err = checkFilePaths(loc, seg.version, s.files, s.tombstones); err != nil {
+			return nil, err
+		}
 	}
 	s.totalBytes = st.liveBytes
 	if st.sawDV {

@@ -15,20 +15,35 @@ var ErrLogGap = errors.New("delta log is not contiguous")
 // VersionNotFoundError says that a requested version cannot be reconstructed from the log.
 type VersionNotFoundError struct {
 	Table     string
-	Requested Version
-	Earliest  Version // earliest reconstructable version, NoVersion if unknown
+	Requested Version // NoVersion: the latest, or any version (time travel by timestamp)
+	Earliest  Version // earliest reconstructable version, NoVersion if none is
 	Latest    Version // latest version, NoVersion for an empty log
 }
 
 func (e *VersionNotFoundError) Error() string {
-	if e.Latest == NoVersion {
+	switch {
+	case e.Latest == NoVersion:
 		return fmt.Sprintf("table %s has no commits in %s (not a Delta table, or the path is wrong)", e.Table, LogDir)
-	}
-	if e.Requested > e.Latest {
+	case e.Earliest == NoVersion:
+		// Not even the latest version can be built: commit 0 is gone and no complete checkpoint
+		// stands in for the commits before the oldest one left.
+		return fmt.Sprintf("table %s: no version can be reconstructed (latest is %d): commit 0 is gone and no complete checkpoint "+
+			"stands in for the log files before the oldest one left (they were deleted without a checkpoint): %v", e.Table, e.Latest, ErrCorruptTable)
+	case e.Requested > e.Latest:
 		return fmt.Sprintf("table %s: version %d does not exist yet (latest is %d)", e.Table, e.Requested, e.Latest)
+	case e.Requested == NoVersion:
+		return fmt.Sprintf("table %s: no version can be reconstructed; the earliest recoverable version is %d", e.Table, e.Earliest)
 	}
 	return fmt.Sprintf("table %s: version %d can no longer be reconstructed: the earliest recoverable version is %d (older log files were cleaned up)",
 		e.Table, e.Requested, e.Earliest)
+}
+
+// Unwrap makes a log from which nothing at all can be reconstructed match ErrCorruptTable.
+func (e *VersionNotFoundError) Unwrap() error {
+	if e.Latest != NoVersion && e.Earliest == NoVersion {
+		return ErrCorruptTable
+	}
+	return nil
 }
 
 // logSegment is the set of log files that reconstruct one version: a checkpoint (possibly none)

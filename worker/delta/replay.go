@@ -41,6 +41,8 @@ func (in *interner) partitionValues(pv PartitionValues) PartitionValues {
 type replayState struct {
 	protocol *Protocol
 	metadata *Metadata
+	// metadataSource is the log file the metaData action came from, for messages.
+	metadataSource string
 	// Live files and tombstones are kept in log order (checkpoint rows, then commits) with an
 	// index from key to position: a deterministic order without sorting a million paths. Both
 	// indexes share a seed, so one hash serves both.
