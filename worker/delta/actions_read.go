@@ -105,7 +105,12 @@ type lineDecoder struct {
 // action nothing uses), or io.EOF after the last line.
 func (d *lineDecoder) next() (*Action, error) {
 	for {
-		buf, err := d.br.Peek(logLineBuffer)
+		// Look at what is buffered first: refilling (which slides the rest to the front) is only
+		// needed when no whole line is left in it.
+		buf, err := d.br.Peek(d.br.Buffered())
+		if bytes.IndexByte(buf, '\n') < 0 {
+			buf, err = d.br.Peek(logLineBuffer)
+		}
 		if len(buf) == 0 {
 			if err == nil || errors.Is(err, io.EOF) {
 				return nil, io.EOF

@@ -86,6 +86,9 @@ func checkDuplicateColumns(t types.DataType, prefix string) error {
 // protocol allows at most one action of each type per path in a version, and replaying two adds of
 // one path with different deletion vectors would make its rows count twice.
 func checkDuplicateFileActions(table string, f logFile, actions []*Action) error {
+	if len(actions) < 2 {
+		return nil
+	}
 	var adds, removes map[string]bool
 	for _, a := range actions {
 		var p, kind string
@@ -99,7 +102,7 @@ func checkDuplicateFileActions(table string, f logFile, actions []*Action) error
 			continue
 		}
 		if *seen == nil {
-			*seen = map[string]bool{}
+			*seen = make(map[string]bool, len(actions))
 		}
 		if (*seen)[p] {
 			return fmt.Errorf("table %s: commit %s %s file %s twice; a version may add or remove a path once: %w", table, f.Key, kind, p, ErrCorruptTable)
