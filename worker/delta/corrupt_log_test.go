@@ -110,3 +110,21 @@ func TestDecodeLogFile_LongLinesAreStreamedLikeShortOnes(t *testing.T) {
 		}
 	}
 }
+
+// TestLoad_EmptyCheckpointIsCorruption: a 0-byte checkpoint is skipped when the commits allow
+// it, and otherwise refused as corruption naming the file.
+func TestLoad_EmptyCheckpointIsCorruption(t *testing.T) {
+	ctx := context.Background()
+	tbl := tenCommits(t)
+	must(t, tbl.Store().Put(ctx, ClassicCheckpointKey(5), nil))
+	if snap, err := tbl.Latest(ctx); err != nil || snap.NumFiles() != 10 || snap.CheckpointVersion() != NoVersion {
+		t.Fatalf("with the commits before it: %v", err)
+	}
+	for v := 0; v < 5; v++ {
+		must(t, tbl.Store().Delete(ctx, CommitKey(Version(v))))
+	}
+	_, err := tbl.Latest(ctx)
+	if !errors.Is(err, ErrCorruptTable) || !strings.Contains(err.Error(), ClassicCheckpointKey(5)+" is empty") || !strings.Contains(err.Error(), tbl.Location()) {
+		t.Fatalf("err = %v", err)
+	}
+}

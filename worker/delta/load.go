@@ -117,12 +117,13 @@ func (t *Table) listForTarget(ctx context.Context, target Version) (*listing, bo
 
 // checkpointReadError marks a failure to read a checkpoint, which load may recover from.
 type checkpointReadError struct {
+	table   string
 	version Version
 	err     error
 }
 
 func (e *checkpointReadError) Error() string {
-	return fmt.Sprintf("read checkpoint %d: %v", e.version, e.err)
+	return fmt.Sprintf("table %s: read checkpoint %d: %v", e.table, e.version, e.err)
 }
 func (e *checkpointReadError) Unwrap() error { return e.err }
 
@@ -139,7 +140,7 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, &checkpointReadError{version: seg.cpVersion, err: err}
+			return nil, &checkpointReadError{table: t.Location(), version: seg.cpVersion, err: err}
 		}
 		st.metadataSource = seg.checkpoint[0].Key
 	}
@@ -193,6 +194,12 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 // whether statistics are stored as JSON or only as stats_parsed, then the file actions, inline
 // or from sidecars.
 func (t *Table) readCheckpoint(ctx context.Context, seg *logSegment, st *replayState) error {
+	for _, part := range seg.checkpoint {
+		if part.Size == 0 {
+			// Never a checkpoint: an interrupted or broken write.
+			return fmt.Errorf("checkpoint file %s is empty (0 bytes): %w", part.Key, ErrCorruptTable)
+		}
+	}
 	first := seg.checkpoint[0]
 	if first.format == "json" {
 		if err := readJSONActions(ctx, t.store, first.Key, func(a *Action) error { st.apply(a); return nil }); err != nil {
