@@ -149,6 +149,9 @@ func (d *lineDecoder) consume(n int) {
 
 // decodeLine decodes one whole line held in memory.
 func (d *lineDecoder) decodeLine(b []byte, line int) (*Action, error) {
+	if t := bytes.TrimLeft(b, " \t\r"); t[0] != '{' {
+		return nil, d.corrupt(line, fmt.Errorf("a line must be one JSON object, found %q", truncateBytes(t, 40)))
+	}
 	var a Action
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, d.corrupt(line, err)
@@ -185,4 +188,11 @@ func (d *lineDecoder) streamLine() (*Action, error) {
 		err = errors.New("the file ends inside an action")
 	}
 	return nil, d.corrupt(line, err)
+}
+
+func truncateBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }
