@@ -102,48 +102,47 @@ func (s *scanner) expect(want string) (byte, error) {
 	return s.readByte()
 }
 
-// stringBody consumes a string after its opening quote, through the closing one.
+// stringBody consumes a string after its opening quote, through the closing one, checking its
+// escapes and that it holds no control characters, as encoding/json does.
 func (s *scanner) stringBody() error {
-	carried := 0 // backslashes ending the previous chunk
+	hex := 0        // hex digits still expected after \u
+	escape := false // the previous byte was an unescaped backslash
 	for {
 		chunk, err := s.r.ReadSlice('"')
 		s.n += int64(len(chunk))
 		if s.cap != nil {
 			s.cap.add(chunk)
 		}
-		if bytes.IndexByte(chunk, '\n') >= 0 {
-			return errNewlineInAction
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			trail := trailingBackslashes(chunk)
-			if trail == len(chunk) {
-				carried += trail
-			} else {
-				carried = trail
-			}
-			continue
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			return s.readErr(err)
 		}
-		body := chunk[:len(chunk)-1]
-		k := trailingBackslashes(body)
-		if k == len(body) {
-			k += carried
+		for i, c := range chunk {
+			switch {
+			case hex > 0:
+				if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+					return fmt.Errorf("invalid \\u escape in a string at byte %d", s.n-int64(len(chunk)-i))
+				}
+				hex--
+			case escape:
+				escape = false
+				switch c {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				case 'u':
+					hex = 4
+				default:
+					return fmt.Errorf("invalid escape \\%c in a string at byte %d", c, s.n-int64(len(chunk)-i))
+				}
+			case c == '\\':
+				escape = true
+			case c == '"':
+				return nil // ReadSlice stops at the first quote: this is the end of chunk
+			case c == '\n':
+				return errNewlineInAction
+			case c < 0x20:
+				return fmt.Errorf("control character %#x in a string at byte %d", c, s.n-int64(len(chunk)-i))
+			}
 		}
-		if k%2 == 0 {
-			return nil // the quote is not escaped
-		}
-		carried = 0
 	}
-}
-
-func trailingBackslashes(b []byte) int {
-	n := 0
-	for i := len(b) - 1; i >= 0 && b[i] == '\\'; i-- {
-		n++
-	}
-	return n
 }
 
 // key reads an object key and returns it decoded; long=true when it was too long to keep (it is
