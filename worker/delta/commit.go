@@ -168,6 +168,9 @@ const (
 // ambiguityReads is how often the log is read to settle a commit's outcome.
 const ambiguityReads = 5
 
+// absenceConfirmDelay is the pause before the read that confirms a final "not written".
+const absenceConfirmDelay = time.Second
+
 // lookUpOwnCommit reads version v to settle the outcome of a failed write, retrying failed reads
 // with backoff. An absent version is conclusive at once unless final: before reporting "not
 // committed" the absence is confirmed once more after a pause, in case the write was still in
@@ -177,7 +180,13 @@ func (tx *Transaction) lookUpOwnCommit(ctx context.Context, v Version, final boo
 	absent := 0
 	for i := 0; i < ambiguityReads; i++ {
 		if i > 0 {
-			if err := sleepCtx(ctx, tx.opts.Retry.backoff(i+2)); err != nil {
+			pause := tx.opts.Retry.backoff(i + 2)
+			if absent > 0 {
+				// Confirming an absence: give a write still in flight at the store time to land,
+				// since callers delete the files of a commit reported as not written.
+				pause = max(pause, absenceConfirmDelay)
+			}
+			if err := sleepCtx(ctx, pause); err != nil {
 				return commitUnknown, err
 			}
 		}
