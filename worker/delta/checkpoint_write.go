@@ -27,6 +27,9 @@ func (t *Table) Checkpoint(ctx context.Context, snap *Snapshot) error {
 	if err := snap.CheckOperation(OpCheckpoint); err != nil {
 		return err
 	}
+	if err := snap.checkCheckpointable(); err != nil {
+		return err
+	}
 	w, err := newCheckpointWriter(snap, t.clock.Now().UnixMilli())
 	if err != nil {
 		return err

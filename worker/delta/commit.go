@@ -63,19 +63,25 @@ func (tx *Transaction) Commit(ctx context.Context) (*CommitResult, error) {
 		}
 		err = tx.table.store.PutIfAbsent(ctx, CommitKey(state.version), data)
 		if err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
-			// The outcome of a failed conditional write can be unknown (a timeout after the
-			// object was created): look before deciding.
-			mine, lerr := tx.isMine(ctx, state.version)
-			switch {
-			case lerr == nil && mine:
+			// The write failed in a way that may hide its outcome (a lost acknowledgement): the
+			// log tells whether it landed.
+			final := attempt >= policy.maxAttempts()
+			switch outcome, lerr := tx.lookUpOwnCommit(ctx, state.version, final); outcome {
+			case commitLanded:
 				err = nil
-			case lerr == nil:
-				err = storage.ErrAlreadyExists // someone else's commit is there: a lost race
-			case errors.Is(lerr, storage.ErrNotFound):
-				// Nothing landed: a plain failure the caller may retry with a new transaction.
-				return nil, fmt.Errorf("table %s: write commit %d: %w", tx.table.Location(), state.version, err)
+			case commitLostRace:
+				err = storage.ErrAlreadyExists // someone else's commit is there
+			case commitAbsent:
+				if final {
+					return nil, &CommitNotWrittenError{Table: tx.table.Location(), Version: state.version, Attempts: attempt, Err: err}
+				}
+				continue // nothing landed: write the same version again
 			default:
-				return nil, &CommitOutcomeUnknownError{Table: tx.table.Location(), TxnID: tx.txnID, Version: state.version, Err: err}
+				if errors.Is(lerr, ErrCorruptTable) {
+					return nil, fmt.Errorf("table %s: %w", tx.table.Location(), lerr)
+				}
+				return nil, &CommitOutcomeUnknownError{Table: tx.table.Location(), TxnID: tx.txnID, Version: state.version,
+					Idempotent: tx.idempotent(), Err: err, ReadErr: lerr}
 			}
 		}
 		if err == nil {
@@ -106,39 +112,121 @@ func (tx *Transaction) Commit(ctx context.Context) (*CommitResult, error) {
 // ErrCommitOutcomeUnknown is matched by CommitOutcomeUnknownError.
 var ErrCommitOutcomeUnknown = errors.New("commit outcome unknown")
 
-// CommitOutcomeUnknownError means the conditional write of a commit failed in a way that leaves
-// open whether it landed (a timeout, and the log could not be read back). Retrying blindly could
-// commit the same data twice: look the transaction up with Table.FindCommit first.
+// CommitOutcomeUnknownError means a commit was sent, its acknowledgement was lost, and the log
+// could not be read back (after retries) to tell whether it landed. Commit has already done
+// everything that can be done from here; the message says what the next run will do.
 type CommitOutcomeUnknownError struct {
 	Table   string
 	TxnID   string
 	Version Version
-	Err     error
+	// Idempotent is set when running the operation again cannot apply it twice (every kind but a
+	// plain append, which needs a txn action for that).
+	Idempotent bool
+	Err        error // the failed write
+	ReadErr    error // the last failed read of the log
 }
 
 func (e *CommitOutcomeUnknownError) Error() string {
-	return fmt.Sprintf("table %s: commit %d (txnId %s) may or may not have been written: %v; check with FindCommit before retrying",
-		e.Table, e.Version, e.TxnID, e.Err)
+	next := "running it again is safe: the next run starts from the table as it then is, so a change that landed is not applied twice"
+	if !e.Idempotent {
+		next = fmt.Sprintf("an append repeated after it landed would add its rows twice: before appending again, check whether version %d's commitInfo carries txnId %s", e.Version, e.TxnID)
+	}
+	return fmt.Sprintf("table %s: the commit of version %d (txnId %s) was sent but the store's answer was lost (%v), "+
+		"and the log could not be read back to tell whether it landed (%v); it either landed whole or not at all. "+
+		"Data files written for it and not committed are deleted by a later vacuum; %s",
+		e.Table, e.Version, e.TxnID, e.Err, e.ReadErr, next)
 }
 
 func (e *CommitOutcomeUnknownError) Unwrap() []error { return []error{ErrCommitOutcomeUnknown, e.Err} }
 
-// FindCommit looks for the commit of a transaction (by commitInfo.txnId) in versions from on,
-// for callers recovering from a CommitOutcomeUnknownError.
+// CommitNotWrittenError means every attempt to write the commit failed and the log shows that
+// none landed: the table is unchanged.
+type CommitNotWrittenError struct {
+	Table    string
+	Version  Version
+	Attempts int
+	Err      error
+}
+
+func (e *CommitNotWrittenError) Error() string {
+	return fmt.Sprintf("table %s: not committed: %d attempts to write version %d failed and the log shows none landed (last error: %v); "+
+		"the table is unchanged and running again is safe", e.Table, e.Attempts, e.Version, e.Err)
+}
+
+func (e *CommitNotWrittenError) Unwrap() error { return e.Err }
+
+// commitOutcome is what the log says about a commit whose write failed.
+type commitOutcome int
+
+const (
+	commitUnknown  commitOutcome = iota
+	commitLanded                 // the version holds this transaction
+	commitLostRace               // the version holds another writer's commit
+	commitAbsent                 // the version does not exist
+)
+
+// ambiguityReads is how often the log is read to settle a commit's outcome.
+const ambiguityReads = 5
+
+// absenceConfirmDelay is the pause before the read that confirms a final "not written".
+const absenceConfirmDelay = time.Second
+
+// lookUpOwnCommit reads version v to settle the outcome of a failed write, retrying failed reads
+// with backoff. An absent version is conclusive at once unless final: before reporting "not
+// committed" the absence is confirmed once more after a pause, in case the write was still in
+// flight at the store.
+func (tx *Transaction) lookUpOwnCommit(ctx context.Context, v Version, final bool) (commitOutcome, error) {
+	var lastErr error
+	absent := 0
+	for i := 0; i < ambiguityReads; i++ {
+		if i > 0 {
+			pause := tx.opts.Retry.backoff(i + 2)
+			if absent > 0 {
+				// Confirming an absence: give a write still in flight at the store time to land,
+				// since callers delete the files of a commit reported as not written.
+				pause = max(pause, absenceConfirmDelay)
+			}
+			if err := sleepCtx(ctx, pause); err != nil {
+				return commitUnknown, err
+			}
+		}
+		ci, err := tx.table.readCommitInfo(ctx, v)
+		switch {
+		case err == nil && ci != nil && ci.TxnID == tx.txnID:
+			return commitLanded, nil
+		case err == nil:
+			return commitLostRace, nil
+		case errors.Is(err, storage.ErrNotFound):
+			if absent++; !final || absent >= 2 {
+				return commitAbsent, nil
+			}
+		case errors.Is(err, ErrCorruptTable):
+			return commitUnknown, err // another writer's broken file: nothing to retry
+		default:
+			lastErr = err
+		}
+	}
+	if absent > 0 && lastErr == nil {
+		return commitAbsent, nil
+	}
+	return commitUnknown, lastErr
+}
+
+// idempotent reports whether repeating this transaction's operation cannot apply it twice: every
+// kind but an append, whose rows would be added again unless a txn action guards it.
+func (tx *Transaction) idempotent() bool { return tx.kind != OpAppend || len(tx.txns) > 0 }
+
+// FindCommit looks for the commit of a transaction (by commitInfo.txnId) in versions from on.
 func (t *Table) FindCommit(ctx context.Context, txnID string, from Version) (Version, bool, error) {
 	for v := max(from, 0); ; v++ {
-		data, err := t.store.Get(ctx, CommitKey(v))
+		ci, err := t.readCommitInfo(ctx, v)
 		if errors.Is(err, storage.ErrNotFound) {
 			return NoVersion, false, nil
 		}
 		if err != nil {
 			return NoVersion, false, fmt.Errorf("table %s: read commit %d: %w", t.Location(), v, err)
 		}
-		actions, err := parseActions(data)
-		if err != nil {
-			return NoVersion, false, fmt.Errorf("table %s: commit %d: %w", t.Location(), v, err)
-		}
-		if w := summarize(v, actions); w.commitInfo != nil && w.commitInfo.TxnID == txnID {
+		if ci != nil && ci.TxnID == txnID {
 			return v, true, nil
 		}
 	}
@@ -157,17 +245,13 @@ type commitState struct {
 func (tx *Transaction) resolveConflicts(ctx context.Context, state *commitState) ([]Version, Version, error) {
 	var winners []Version
 	for v := state.version; ; v++ {
-		data, err := tx.table.store.Get(ctx, CommitKey(v))
+		actions, err := tx.table.readCommit(ctx, v)
 		if errors.Is(err, storage.ErrNotFound) {
 			state.version = v
 			return winners, NoVersion, nil
 		}
 		if err != nil {
 			return nil, NoVersion, fmt.Errorf("table %s: read winning commit %d: %w", tx.table.Location(), v, err)
-		}
-		actions, err := parseActions(data)
-		if err != nil {
-			return nil, NoVersion, fmt.Errorf("table %s: winning commit %d: %w", tx.table.Location(), v, err)
 		}
 		w := summarize(v, actions)
 		if w.commitInfo != nil && w.commitInfo.TxnID == tx.txnID {
@@ -192,18 +276,28 @@ func (tx *Transaction) resolveConflicts(ctx context.Context, state *commitState)
 	}
 }
 
-// isMine reports whether commit v exists and carries this transaction's id.
-func (tx *Transaction) isMine(ctx context.Context, v Version) (bool, error) {
-	data, err := tx.table.store.Get(ctx, CommitKey(v))
-	if err != nil {
-		return false, err
-	}
-	actions, err := parseActions(data)
-	if err != nil {
-		return false, err
-	}
-	w := summarize(v, actions)
-	return w.commitInfo != nil && w.commitInfo.TxnID == tx.txnID, nil
+// readCommit reads every action of commit v, streaming the file; storage.ErrNotFound when the
+// commit does not exist.
+func (t *Table) readCommit(ctx context.Context, v Version) ([]*Action, error) {
+	var actions []*Action
+	err := readLogFile(ctx, t.store, CommitKey(v), readOptions{commitInfo: true}, func(a *Action) error {
+		actions = append(actions, a)
+		return nil
+	})
+	return actions, err
+}
+
+// readCommitInfo reads the commitInfo of commit v (nil if it has none), decoding nothing else
+// it does not need to.
+func (t *Table) readCommitInfo(ctx context.Context, v Version) (*CommitInfo, error) {
+	var ci *CommitInfo
+	err := readLogFile(ctx, t.store, CommitKey(v), readOptions{commitInfo: true}, func(a *Action) error {
+		if a.CommitInfo != nil {
+			ci = a.CommitInfo
+		}
+		return nil
+	})
+	return ci, err
 }
 
 // serialize renders the commit for state: commitInfo first (required with in-commit timestamps),

@@ -24,6 +24,20 @@
 // Checkpoints (Table.Checkpoint, also automatic every delta.checkpointInterval commits), time
 // travel and metadata cleanup (Table.CleanupLog) live on Table.
 //
+// A corrupt log (a commit that is empty or not JSON, a metaData without a usable schema, a
+// partition column missing from the schema, a path escaping the table, a commit adding one path
+// twice, a compaction file that is the only record of its range and is not a reconciled set)
+// fails the load with an error wrapping ErrCorruptTable that names the file (validate_state.go).
+// Latest refuses such a table rather than guessing past the bad file; versions below it stay
+// readable with At. Every command that deletes or rewrites loads a snapshot first, so none runs.
+// Log compaction files are read only where their commits are gone, and a snapshot that rests
+// on one is never checkpointed (compaction.go). Log files are streamed: a huge commitInfo costs
+// a read buffer (actions_read.go).
+//
+// A commit whose acknowledgement is lost is settled by reading the version back (Commit):
+// committed, lost to another writer, or not written (and retried); only when the log cannot be
+// read is the outcome reported as unknown (CommitOutcomeUnknownError).
+//
 // The package builds on two narrow interfaces: worker/storage for bytes (List/Get/PutIfAbsent…)
 // and worker/parquetio for checkpoint Parquet files. It knows nothing about Kubernetes, S3 or the
 // data files' contents beyond what the log says about them (paths, partition values, statistics,

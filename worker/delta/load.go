@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 // ErrIncompleteLog is matched by errors for logs lacking a protocol or metadata action.
@@ -119,12 +117,13 @@ func (t *Table) listForTarget(ctx context.Context, target Version) (*listing, bo
 
 // checkpointReadError marks a failure to read a checkpoint, which load may recover from.
 type checkpointReadError struct {
+	table   string
 	version Version
 	err     error
 }
 
 func (e *checkpointReadError) Error() string {
-	return fmt.Sprintf("read checkpoint %d: %v", e.version, e.err)
+	return fmt.Sprintf("table %s: read checkpoint %d: %v", e.table, e.version, e.err)
 }
 func (e *checkpointReadError) Unwrap() error { return e.err }
 
@@ -134,15 +133,16 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 	st.metadataOnly = metadataOnly
 	// The commits after the checkpoint are parsed while the checkpoint is decoded; they are
 	// applied after it, in order.
-	commits := startCommitReader(ctx, t.store, seg.deltas)
+	commits := startCommitReader(ctx, t.store, seg.deltas, seg.version)
 	defer commits.stop()
 	if len(seg.checkpoint) > 0 {
 		if err := t.readCheckpoint(ctx, seg, st); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, &checkpointReadError{version: seg.cpVersion, err: err}
+			return nil, &checkpointReadError{table: t.Location(), version: seg.cpVersion, err: err}
 		}
+		st.metadataSource = seg.checkpoint[0].Key
 	}
 	var commitInfo *CommitInfo
 	for i, f := range seg.deltas {
@@ -150,6 +150,13 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 		actions, err := commits.next(i)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", t.Location(), err)
+		}
+		if f.kind == kindCompaction {
+			if err := checkReconciled(t.Location(), f, actions); err != nil {
+				return nil, err
+			}
+		} else if err := checkDuplicateFileActions(t.Location(), f, actions); err != nil {
+			return nil, err
 		}
 		for _, a := range actions {
 			if a.CommitInfo != nil {
@@ -160,6 +167,9 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 			}
 			if a.Sidecar != nil || a.CheckpointMetadata != nil {
 				continue // only allowed in checkpoints; ignore rather than misapply
+			}
+			if a.MetaData != nil {
+				st.metadataSource = f.Key
 			}
 			st.apply(a)
 		}
@@ -184,6 +194,12 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 // whether statistics are stored as JSON or only as stats_parsed, then the file actions, inline
 // or from sidecars.
 func (t *Table) readCheckpoint(ctx context.Context, seg *logSegment, st *replayState) error {
+	for _, part := range seg.checkpoint {
+		if part.Size == 0 {
+			// Never a checkpoint: an interrupted or broken write.
+			return fmt.Errorf("checkpoint file %s is empty (0 bytes): %w", part.Key, ErrCorruptTable)
+		}
+	}
 	first := seg.checkpoint[0]
 	if first.format == "json" {
 		if err := readJSONActions(ctx, t.store, first.Key, func(a *Action) error { st.apply(a); return nil }); err != nil {
@@ -305,9 +321,9 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	if err := checkLogReadable(loc, st.protocol); err != nil {
 		return nil, err
 	}
-	schema, err := types.ParseSchema(st.metadata.SchemaString)
+	schema, err := validateMetadata(loc, seg.version, st.metadata, st.metadataSource)
 	if err != nil {
-		return nil, fmt.Errorf("table %s at version %d: %w", loc, seg.version, err)
+		return nil, err
 	}
 	props := TableProperties(st.metadata.Configuration)
 	if props == nil {
@@ -332,6 +348,11 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	}
 	for k, v := range st.domains {
 		s.domains[k] = *v
+	}
+	if !st.metadataOnly {
+		if s.writeViolation, err = checkFilePaths(loc, seg.version, s.files, s.tombstones); err != nil {
+			return nil, err
+		}
 	}
 	s.totalBytes = st.liveBytes
 	if st.sawDV {

@@ -15,24 +15,39 @@ var ErrLogGap = errors.New("delta log is not contiguous")
 // VersionNotFoundError says that a requested version cannot be reconstructed from the log.
 type VersionNotFoundError struct {
 	Table     string
-	Requested Version
-	Earliest  Version // earliest reconstructable version, NoVersion if unknown
+	Requested Version // NoVersion: the latest, or any version (time travel by timestamp)
+	Earliest  Version // earliest reconstructable version, NoVersion if none is
 	Latest    Version // latest version, NoVersion for an empty log
 }
 
 func (e *VersionNotFoundError) Error() string {
-	if e.Latest == NoVersion {
+	switch {
+	case e.Latest == NoVersion:
 		return fmt.Sprintf("table %s has no commits in %s (not a Delta table, or the path is wrong)", e.Table, LogDir)
-	}
-	if e.Requested > e.Latest {
+	case e.Earliest == NoVersion:
+		// Not even the latest version can be built: commit 0 is gone and no complete checkpoint
+		// stands in for the commits before the oldest one left.
+		return fmt.Sprintf("table %s: no version can be reconstructed (latest is %d): commit 0 is gone and no complete checkpoint "+
+			"stands in for the log files before the oldest one left (they were deleted without a checkpoint): %v", e.Table, e.Latest, ErrCorruptTable)
+	case e.Requested > e.Latest:
 		return fmt.Sprintf("table %s: version %d does not exist yet (latest is %d)", e.Table, e.Requested, e.Latest)
+	case e.Requested == NoVersion:
+		return fmt.Sprintf("table %s: no version can be reconstructed; the earliest recoverable version is %d", e.Table, e.Earliest)
 	}
 	return fmt.Sprintf("table %s: version %d can no longer be reconstructed: the earliest recoverable version is %d (older log files were cleaned up)",
 		e.Table, e.Requested, e.Earliest)
 }
 
+// Unwrap makes a log from which nothing at all can be reconstructed match ErrCorruptTable.
+func (e *VersionNotFoundError) Unwrap() error {
+	if e.Latest != NoVersion && e.Earliest == NoVersion {
+		return ErrCorruptTable
+	}
+	return nil
+}
+
 // logSegment is the set of log files that reconstruct one version: a checkpoint (possibly none)
-// and the commits after it, some of which may be replaced by log compaction files.
+// and the commits after it; a log compaction file stands in for commits only where they are gone.
 type logSegment struct {
 	version    Version
 	checkpoint []logFile // all parts of the chosen checkpoint, in part order; empty for none
@@ -43,6 +58,9 @@ type logSegment struct {
 	commits []logFile
 	// latestCommit is the commit file at version, if it exists (the checkpoint may be alone).
 	latestCommit *logFile
+	// compacted is set when a compaction file stands in for commits that are gone: the snapshot
+	// then rests on a summary that cannot be cross-checked, and no checkpoint is written from it.
+	compacted bool
 }
 
 // listing is everything recognised under _delta_log/ in one List pass.
@@ -165,11 +183,21 @@ func buildSegment(table string, l *listing, target, below Version) (*logSegment,
 	if seg.cpVersion == NoVersion {
 		start = 0
 	}
-	// Commits must be contiguous from start to target; compaction files may stand in for a run.
-	compactions := l.usableCompactions(start, target)
+	// Commits must be contiguous from start to target. A log compaction file stands in only for
+	// commits that are gone: a compaction file is a summary another writer made, and where the
+	// commits exist they are the record (Databricks writes compaction files that are not
+	// reconciled sets, and replaying one in place of its commits resurrects removed files).
+	compactions := l.compactionsByStart(start, target)
 	for v := start; v <= target; {
-		if c, ok := compactions[v]; ok {
+		if f, ok := l.commits[v]; ok {
+			seg.deltas = append(seg.deltas, f)
+			seg.commits = append(seg.commits, f)
+			v++
+			continue
+		}
+		if c, ok := pickCompaction(compactions[v], l.commits); ok {
 			seg.deltas = append(seg.deltas, c)
+			seg.compacted = true
 			for u := v; u <= c.end; u++ {
 				if f, ok := l.commits[u]; ok {
 					seg.commits = append(seg.commits, f)
@@ -178,16 +206,10 @@ func buildSegment(table string, l *listing, target, below Version) (*logSegment,
 			v = c.end + 1
 			continue
 		}
-		f, ok := l.commits[v]
-		if !ok {
-			if v == 0 || seg.cpVersion == NoVersion && v == start {
-				return nil, &VersionNotFoundError{Table: table, Requested: target, Earliest: l.earliestRecoverable(), Latest: latest}
-			}
-			return nil, fmt.Errorf("table %s: commit %d is missing between %d and %d: %w", table, v, start, target, ErrLogGap)
+		if v == 0 || seg.cpVersion == NoVersion && v == start {
+			return nil, &VersionNotFoundError{Table: table, Requested: target, Earliest: l.earliestRecoverable(), Latest: latest}
 		}
-		seg.deltas = append(seg.deltas, f)
-		seg.commits = append(seg.commits, f)
-		v++
+		return nil, fmt.Errorf("table %s: commit %d is missing between %d and %d: %w", table, v, start, target, ErrLogGap)
 	}
 	if f, ok := l.commits[target]; ok {
 		seg.latestCommit = &f
@@ -198,22 +220,35 @@ func buildSegment(table string, l *listing, target, below Version) (*logSegment,
 	return seg, nil
 }
 
-// usableCompactions picks, per start version, the widest compaction file lying inside
-// [start, target); files reaching past it or starting at/below the checkpoint do not fit. The
-// commit at target is always replayed itself: it carries the commitInfo (and in-commit timestamp)
-// of the snapshot, which compaction files leave out. Commits inside a compaction's range may
-// already be cleaned up; the compaction file is then their only record, which is allowed.
-func (l *listing) usableCompactions(start, target Version) map[Version]logFile {
-	out := map[Version]logFile{}
+// compactionsByStart groups the compaction files lying inside [start, target) by start version;
+// files reaching past it or starting at/below the checkpoint do not fit. The commit at target is
+// always replayed itself: it carries the commitInfo (and in-commit timestamp) of the snapshot,
+// which compaction files leave out.
+func (l *listing) compactionsByStart(start, target Version) map[Version][]logFile {
+	out := map[Version][]logFile{}
 	for _, c := range l.compactions {
-		if c.version < start || c.end > target || c.end == target {
+		if c.version < start || c.end >= target {
 			continue
 		}
-		if cur, ok := out[c.version]; !ok || c.end > cur.end {
-			out[c.version] = c
-		}
+		out[c.version] = append(out[c.version], c)
 	}
 	return out
+}
+
+// pickCompaction chooses, among compaction files starting where a commit is missing, the
+// narrowest after which the commits resume (so that as little as possible rests on a summary),
+// or else the widest.
+func pickCompaction(candidates []logFile, commits map[Version]logFile) (logFile, bool) {
+	if len(candidates) == 0 {
+		return logFile{}, false
+	}
+	sort.Slice(candidates, func(i, j int) bool { return candidates[i].end < candidates[j].end })
+	for _, c := range candidates {
+		if _, ok := commits[c.end+1]; ok {
+			return c, true
+		}
+	}
+	return candidates[len(candidates)-1], true
 }
 
 // earliestRecoverable is the oldest version a snapshot can be built for: the oldest complete

@@ -3,6 +3,7 @@ package delta
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/storage"
@@ -119,32 +120,52 @@ func TestBuildSegment_DetectsGapsAndTruncatedLogs(t *testing.T) {
 	}
 }
 
-func TestBuildSegment_UsesCompactionFilesThatFitOnly(t *testing.T) {
-	names := append(commitNames(0, 9),
-		v20(2)+".checkpoint.parquet",
-		v20(1)+"."+v20(4)+".compacted.json", // starts inside the checkpoint: does not fit
-		v20(3)+"."+v20(5)+".compacted.json", // fits
-		v20(3)+"."+v20(6)+".compacted.json", // fits, wider: preferred
-		v20(7)+"."+v20(9)+".compacted.json", // reaches the snapshot version: its commitInfo is needed
-	)
-	seg, err := buildSegment("t", listingOf(t, names...), NoVersion, NoVersion)
-	if err != nil {
-		t.Fatal(err)
+func TestBuildSegment_UsesCompactionFilesOnlyWhereCommitsAreGone(t *testing.T) {
+	compactions := []string{
+		v20(2) + ".checkpoint.parquet",
+		v20(1) + "." + v20(4) + ".compacted.json", // starts inside the checkpoint: does not fit
+		v20(3) + "." + v20(5) + ".compacted.json", // fits
+		v20(3) + "." + v20(6) + ".compacted.json", // fits, wider
+		v20(7) + "." + v20(9) + ".compacted.json", // reaches the snapshot version: its commitInfo is needed
 	}
-	var got []string
-	for _, d := range seg.deltas {
-		if d.kind == kindCompaction {
-			got = append(got, fmt.Sprintf("%d-%d", d.version, d.end))
-		} else {
-			got = append(got, d.version.String())
+	deltas := func(names []string, target Version) string {
+		t.Helper()
+		seg, err := buildSegment("t", listingOf(t, names...), target, NoVersion)
+		if err != nil {
+			return err.Error()
 		}
+		var got []string
+		for _, d := range seg.deltas {
+			if d.kind == kindCompaction {
+				got = append(got, fmt.Sprintf("%d-%d", d.version, d.end))
+			} else {
+				got = append(got, d.version.String())
+			}
+		}
+		return fmt.Sprint(got)
 	}
-	if fmt.Sprint(got) != "[3-6 7 8 9]" {
-		t.Fatalf("deltas %v", got)
+	// Every commit is there: they are the record, whatever compaction files exist.
+	all := append(commitNames(0, 9), compactions...)
+	if got := deltas(all, NoVersion); got != "[3 4 5 6 7 8 9]" {
+		t.Fatalf("all commits: deltas %s", got)
 	}
-	// At version 8 the 7-9 file reaches past the snapshot and must not be used either.
-	seg, _ = buildSegment("t", listingOf(t, names...), 8, NoVersion)
-	if len(seg.deltas) != 3 || seg.deltas[0].end != 6 {
-		t.Fatalf("at 8: %d deltas", len(seg.deltas))
+	// Commits 3..5 gone: the narrowest file after which the commits resume stands in.
+	gone := append(append(commitNames(0, 2), commitNames(6, 9)...), compactions...)
+	if got := deltas(gone, NoVersion); got != "[3-5 6 7 8 9]" {
+		t.Fatalf("3..5 gone: deltas %s", got)
+	}
+	// Commits 3..6 gone: only the wider file covers them.
+	gone = append(append(commitNames(0, 2), commitNames(7, 9)...), compactions...)
+	if got := deltas(gone, NoVersion); got != "[3-6 7 8 9]" {
+		t.Fatalf("3..6 gone: deltas %s", got)
+	}
+	// Commits 7..9 gone: the 7-9 file would stand for the snapshot's own commit, which it cannot.
+	gone = append(commitNames(0, 6), compactions...)
+	gone = append(gone, v20(10)+".json")
+	if got := deltas(gone, 8); !strings.Contains(got, "commit 7 is missing") {
+		t.Fatalf("at 8 with 7..9 gone: %s", got)
+	}
+	if got := deltas(gone, 10); got != "[3 4 5 6 7-9 10]" {
+		t.Fatalf("at 10 with 7..9 gone: %s", got)
 	}
 }

@@ -1,17 +1,8 @@
 package delta
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"hash/maphash"
-	"io"
 	"slices"
-
-	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 // interner shares repeated strings (partition column names and values) between the files of a
@@ -50,6 +41,8 @@ func (in *interner) partitionValues(pv PartitionValues) PartitionValues {
 type replayState struct {
 	protocol *Protocol
 	metadata *Metadata
+	// metadataSource is the log file the metaData action came from, for messages.
+	metadataSource string
 	// Live files and tombstones are kept in log order (checkpoint rows, then commits) with an
 	// index from key to position: a deterministic order without sorting a million paths. Both
 	// indexes share a seed, so one hash serves both.
@@ -243,53 +236,4 @@ func (s *replayState) liveTombstones() []*RemoveFile {
 		}
 	}
 	return out
-}
-
-// readJSONActions streams the actions of a newline-delimited JSON log file (commit, compaction,
-// or V2 JSON checkpoint). Blank lines are skipped; a line that is not JSON is an error naming the
-// file and line, because skipping it could lose an add or a remove.
-func readJSONActions(ctx context.Context, store storage.Store, key string, fn func(*Action) error) error {
-	r, err := store.Open(ctx, key)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", key, err)
-	}
-	defer r.Close()
-	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, r.Size()), 256<<10)
-	for line := 1; ; line++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			var a Action
-			if jerr := json.Unmarshal(b, &a); jerr != nil {
-				return fmt.Errorf("%s line %d: invalid action: %w", key, line, jerr)
-			}
-			if ferr := fn(&a); ferr != nil {
-				return ferr
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", key, err)
-		}
-	}
-}
-
-// parseActions decodes the actions of an in-memory commit file.
-func parseActions(data []byte) ([]*Action, error) {
-	var out []*Action
-	for i, line := range bytes.Split(data, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var a Action
-		if err := json.Unmarshal(line, &a); err != nil {
-			return nil, fmt.Errorf("line %d: invalid action: %w", i+1, err)
-		}
-		out = append(out, &a)
-	}
-	return out, nil
 }

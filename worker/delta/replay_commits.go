@@ -29,7 +29,9 @@ type commitFile struct {
 	err     error
 }
 
-func startCommitReader(ctx context.Context, store storage.Store, files []logFile) *commitReader {
+// startCommitReader starts reading files; only the commit at target keeps its commitInfo (the
+// snapshot's), the others' are skipped unread.
+func startCommitReader(ctx context.Context, store storage.Store, files []logFile, target Version) *commitReader {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &commitReader{files: files, results: make([]chan commitFile, len(files)), sem: semaphore.NewWeighted(commitReadAhead), cancel: cancel}
 	for i := range c.results {
@@ -47,7 +49,8 @@ func startCommitReader(ctx context.Context, store storage.Store, files []logFile
 				continue
 			}
 			var r commitFile
-			r.err = readJSONActions(ctx, store, f.Key, func(a *Action) error {
+			opts := readOptions{commitInfo: f.kind == kindCommit && f.version == target}
+			r.err = readLogFile(ctx, store, f.Key, opts, func(a *Action) error {
 				r.actions = append(r.actions, a)
 				return nil
 			})

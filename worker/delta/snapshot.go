@@ -33,6 +33,9 @@ type Snapshot struct {
 	segment    *logSegment
 	numRecords int64
 	totalBytes int64
+	// writeViolation is a validation failure that blocks every operation but OpRead
+	// (validate_state.go).
+	writeViolation error
 }
 
 // Version is the snapshot's table version.
@@ -153,6 +156,9 @@ func (s *Snapshot) CheckpointVersion() Version { return s.segment.cpVersion }
 
 // CheckOperation applies the table-features gate (CheckProtocol) to this snapshot.
 func (s *Snapshot) CheckOperation(op Operation) error {
+	if err := s.checkWritable(op); err != nil {
+		return err
+	}
 	return CheckProtocol(s.table.Location(), &s.protocol, &s.metadata, s.schema, op)
 }
 

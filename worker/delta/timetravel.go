@@ -120,21 +120,15 @@ func (t *Table) outOfRange(ts time.Time, versions []Version, commitTime func(Ver
 
 // inCommitTimestamp reads commitInfo.inCommitTimestamp of commit v.
 func (t *Table) inCommitTimestamp(ctx context.Context, v Version) (int64, error) {
-	data, err := t.store.Get(ctx, CommitKey(v))
+	ci, err := t.readCommitInfo(ctx, v)
 	if errors.Is(err, storage.ErrNotFound) {
 		return 0, fmt.Errorf("table %s: commit %d disappeared while resolving a timestamp: %w", t.Location(), v, err)
 	}
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("table %s: %w", t.Location(), err)
 	}
-	actions, err := parseActions(data)
-	if err != nil {
-		return 0, fmt.Errorf("table %s: commit %d: %w", t.Location(), v, err)
-	}
-	for _, a := range actions {
-		if a.CommitInfo != nil && a.CommitInfo.InCommitTimestamp != nil {
-			return *a.CommitInfo.InCommitTimestamp, nil
-		}
+	if ci != nil && ci.InCommitTimestamp != nil {
+		return *ci.InCommitTimestamp, nil
 	}
 	return 0, fmt.Errorf("table %s: commit %d has no in-commit timestamp although ICT is enabled for it", t.Location(), v)
 }

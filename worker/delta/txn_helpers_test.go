@@ -121,7 +121,7 @@ func readCommit(t testing.TB, tbl *Table, v Version) []*Action {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actions, err := parseActions(data)
+	actions, err := parseActions(CommitKey(v), data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,4 +199,11 @@ func (s *blindStore) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("connection refused")
 	}
 	return s.Store.Get(ctx, key)
+}
+
+func (s *blindStore) Open(ctx context.Context, key string) (storage.ReaderAt, error) {
+	if s.failing {
+		return nil, fmt.Errorf("connection refused")
+	}
+	return s.Store.Open(ctx, key)
 }
