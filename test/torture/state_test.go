@@ -149,6 +149,12 @@ func (o *observer) stateOf(ctx context.Context, snap *delta.Snapshot) (tableStat
 	}
 	slices.Sort(projected)
 	if !slices.Equal(projected, live) {
+		// Most likely a commit changed under the harness: say which.
+		if files, err := o.site.listRaw(); err == nil {
+			if err := o.log.observe(o.site, files); err != nil {
+				return st, fmt.Errorf("version %d: %w", v, err)
+			}
+		}
 		return st, fmt.Errorf("version %d: the project's replay has %d live files, the harness's %d: %s", v, len(projected), len(live), diffStrings(live, projected))
 	}
 	projectIDs, err := scanRows(ctx, snap, &st)
