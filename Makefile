@@ -36,6 +36,10 @@ lint: ## gofmt, go vet and generated-files freshness.
 test: ## Run every test: lint, unit, conformance, S3, envtest (real kube-apiserver), benchmark-module tests.
 	hack/test.sh
 
+.PHONY: torture
+torture: ## The full torture suite: SIGKILLs, racing appenders, S3 faults (make test runs it at CI size).
+	hack/torture.sh
+
 .PHONY: e2e
 e2e: ## End-to-end tests on a real single-node cluster (root; host packages: hack/install-host-deps.sh).
 	hack/e2e.sh

@@ -17,6 +17,8 @@ DELTAKEEPER_S3SERVER=$(hack/build-s3server.sh)
 export DELTAKEEPER_S3SERVER
 DELTAKEEPER_HELM=$(hack/build-helm.sh)
 export DELTAKEEPER_HELM
+# test/torture at its CI size (make torture runs the full counts).
+export DELTAKEEPER_TORTURE=ci
 export DELTA_CONFORMANCE_DIR=${DELTA_CONFORMANCE_DIR:-$(cd "$root/.." && pwd)/shared/delta-conformance}
 
 step "lint"

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltakeeper/deltakeeper/internal/testutil/s3server"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
@@ -146,7 +147,7 @@ func TestOpenURI_ReadsObjectsOutsideTheTable(t *testing.T) {
 
 func TestConfigFromEnv(t *testing.T) {
 	aws := []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
-		"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_CA_BUNDLE", "AWS_MAX_ATTEMPTS", storage.EnvS3PathStyle}
+		"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_CA_BUNDLE", "AWS_MAX_ATTEMPTS", storage.EnvS3PathStyle, storage.EnvS3MaxBackoff}
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
@@ -157,11 +158,11 @@ func TestConfigFromEnv(t *testing.T) {
 			name: "static keys, region, endpoint, CA bundle, path style",
 			env: map[string]string{"AWS_ACCESS_KEY_ID": "AKIAENV", "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "tok",
 				"AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:1", "AWS_CA_BUNDLE": "/ca.pem",
-				"AWS_MAX_ATTEMPTS": "4", storage.EnvS3PathStyle: "true"},
+				"AWS_MAX_ATTEMPTS": "4", storage.EnvS3PathStyle: "true", storage.EnvS3MaxBackoff: "250ms"},
 			check: func(c storage.S3Config) bool {
 				return c.AccessKeyID == "AKIAENV" && c.SecretAccessKey == "s" && c.SessionToken == "tok" &&
 					c.Region == "eu-west-1" && c.Endpoint == "http://127.0.0.1:1" && c.CABundleFile == "/ca.pem" &&
-					c.MaxAttempts == 4 && c.UsePathStyle
+					c.MaxAttempts == 4 && c.UsePathStyle && c.MaxBackoff == 250*time.Millisecond
 			},
 			openErr: "reading S3 CA bundle", // the bundle file is made up
 		},
@@ -180,6 +181,12 @@ func TestConfigFromEnv(t *testing.T) {
 			env:     map[string]string{storage.EnvS3PathStyle: "yess", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"},
 			check:   func(storage.S3Config) bool { return true },
 			openErr: storage.EnvS3PathStyle + `="yess" is not a boolean`,
+		},
+		{
+			name:    "unusable max backoff fails at open, naming the variable",
+			env:     map[string]string{storage.EnvS3MaxBackoff: "soon", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b"},
+			check:   func(storage.S3Config) bool { return true },
+			openErr: storage.EnvS3MaxBackoff + `="soon" is not a positive duration`,
 		},
 		{
 			name:    "access key without secret fails at open",

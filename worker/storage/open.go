@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 )
 
 // Config holds what opening any location may need. Only S3 has settings today.
@@ -17,11 +18,15 @@ const (
 	// EnvS3PathStyle = "true" addresses buckets path-style (endpoint/bucket/key), as most
 	// S3-compatible servers need.
 	EnvS3PathStyle = "DELTAKEEPER_S3_PATH_STYLE"
+	// EnvS3MaxBackoff caps the wait between retried S3 requests (a Go duration, e.g. 2s), for
+	// endpoints where the SDK's 20 s cap is too patient; tests of failure handling set it low.
+	EnvS3MaxBackoff = "DELTAKEEPER_S3_MAX_BACKOFF"
 )
 
 // ConfigFromEnv reads the standard AWS environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 // AWS_SESSION_TOKEN, AWS_REGION (else AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (else
-// AWS_ENDPOINT_URL), AWS_CA_BUNDLE and AWS_MAX_ATTEMPTS, plus DELTAKEEPER_S3_PATH_STYLE. Without
+// AWS_ENDPOINT_URL), AWS_CA_BUNDLE and AWS_MAX_ATTEMPTS, plus DELTAKEEPER_S3_PATH_STYLE and
+// DELTAKEEPER_S3_MAX_BACKOFF. Without
 // AWS_ACCESS_KEY_ID the SDK's default credential chain (IRSA web identity, instance roles, shared
 // config) applies when a store is opened.
 //
@@ -49,6 +54,13 @@ func ConfigFromEnv() Config {
 			c.envErr = fmt.Errorf("AWS_MAX_ATTEMPTS=%q is not a positive integer", v)
 		}
 		c.MaxAttempts = n
+	}
+	if v := os.Getenv(EnvS3MaxBackoff); v != "" && c.envErr == nil {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			c.envErr = fmt.Errorf("%s=%q is not a positive duration: set it to e.g. 2s", EnvS3MaxBackoff, v)
+		}
+		c.MaxBackoff = d
 	}
 	return Config{S3: c}
 }
