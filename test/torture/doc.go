@@ -26,6 +26,5 @@
 // or "full" (`make torture`). Every random choice derives from one seed, printed at the start and
 // in every failure; DELTAKEEPER_TORTURE_SEED replays it (each subtest derives its own seed from it
 // and its name, so `-run` narrows a replay to the failing subtest). A failing subtest keeps its
-// table in a directory it names. Checks that fail because of a defect another change is fixing are
-// listed in pendingFix (pending_test.go): they are reported, not failed, until that entry goes.
+// table in a directory it names.
 package torture

@@ -2,13 +2,12 @@ package torture
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// The checks of the suite that can be pending.
+// Checks named in failures.
 const (
 	// checkNoTempFiles: after the final vacuum (zero retention) and log cleanup, no temp file of an
 	// interrupted write is left, in the data directories or in _delta_log.
@@ -20,25 +19,10 @@ const (
 	checkClearCommitError = "a failed commit says whether it landed"
 )
 
-// pendingFix lists the checks that fail today because of a defect of issue 10 that another change
-// is fixing. A pending check that fails is reported (PENDING in the log and the figures), not
-// failed; every other check always fails the test. The integrator empties this table as the fixes
-// land — an entry nothing hits any more is reported too.
-var pendingFix = map[string]string{
-	checkNoTempFiles:      "issue 10 defect 3: killed writers leak temp files that vacuum and log cleanup never delete",
-	checkClearCommitError: "issue 10 defect 4: an ambiguous commit after a lost acknowledgement is left to the user",
-}
-
-// verify fails the test when a check failed, unless the check is pending.
+// verify fails the test when a check failed.
 func verify(t testing.TB, check string, err error) {
 	t.Helper()
 	if err == nil {
-		figures.pass(check)
-		return
-	}
-	if defect, ok := pendingFix[check]; ok {
-		figures.pending(check)
-		t.Logf("PENDING (%s): %s: %v", defect, check, err)
 		return
 	}
 	t.Fatalf("%s: %v\n%s", check, err, replayHint(t))
@@ -50,11 +34,10 @@ type suiteFigures struct {
 	kills, lateKills, commits  int
 	faultRuns, faultRunsFailed int
 	faultsInjected             int
-	pendingHits, passes        map[string]int
 	notes                      []string
 }
 
-var figures = &suiteFigures{pendingHits: map[string]int{}, passes: map[string]int{}}
+var figures = &suiteFigures{}
 
 func (f *suiteFigures) add(fn func(*suiteFigures)) {
 	f.mu.Lock()
@@ -62,8 +45,6 @@ func (f *suiteFigures) add(fn func(*suiteFigures)) {
 	fn(f)
 }
 
-func (f *suiteFigures) pending(check string) { f.add(func(f *suiteFigures) { f.pendingHits[check]++ }) }
-func (f *suiteFigures) pass(check string)    { f.add(func(f *suiteFigures) { f.passes[check]++ }) }
 func (f *suiteFigures) note(format string, args ...any) {
 	f.add(func(f *suiteFigures) { f.notes = append(f.notes, fmt.Sprintf(format, args...)) })
 }
@@ -75,19 +56,6 @@ func (f *suiteFigures) String() string {
 	fmt.Fprintf(&b, "torture figures (size %s, seed %d): %d kills of live processes (%d more landed after the process had exited), "+
 		"%d commits in the concurrency test, %d fault runs (%d failed cleanly), %d faults injected\n",
 		size.name, masterSeed, f.kills, f.lateKills, f.commits, f.faultRuns, f.faultRunsFailed, f.faultsInjected)
-	checks := make([]string, 0, len(pendingFix))
-	for c := range pendingFix {
-		checks = append(checks, c)
-	}
-	sort.Strings(checks)
-	for _, c := range checks {
-		switch {
-		case f.pendingHits[c] > 0:
-			fmt.Fprintf(&b, "  PENDING %q failed %d times (%s)\n", c, f.pendingHits[c], pendingFix[c])
-		case f.passes[c] > 0:
-			fmt.Fprintf(&b, "  pendingFix entry %q passed all %d times: remove it\n", c, f.passes[c])
-		}
-	}
 	for _, n := range f.notes {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}
