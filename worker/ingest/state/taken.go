@@ -19,7 +19,7 @@ import (
 // cost 24 MB of memory and of state whatever their names' length. (A collision of two 128-bit key
 // hashes among 10^9 keys has a probability below 10^-20.)
 type Taken struct {
-	sorted []takenEntry        // from the last compaction, ordered by key hash
+	sorted []takenEntry       // from the last compaction, ordered by key hash
 	recent map[keyHash]uint64 // added since
 }
 
@@ -155,7 +155,9 @@ func encodeTaken(t *Taken, through int64, maxKey string) []byte {
 
 // decodeTaken parses a snapshot.
 func decodeTaken(name string, b []byte) (t *Taken, through int64, maxKey string, err error) {
-	bad := func(what string) error { return fmt.Errorf("taken-files snapshot %s: %s: %w", name, what, ErrCorruptState) }
+	bad := func(what string) error {
+		return fmt.Errorf("taken-files snapshot %s: %s: %w", name, what, ErrCorruptState)
+	}
 	if len(b) < 4+2+8+1+8+4 || string(b[:4]) != takenMagic {
 		return nil, 0, "", bad("not a snapshot (bad magic or too short)")
 	}
