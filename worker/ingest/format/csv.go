@@ -13,7 +13,7 @@ import (
 
 // csvTokenizer splits CSV records with a configurable delimiter, quote and escape character (Spark's
 // options). encoding/csv, which apache/arrow-go's CSV reader is built on, has neither a quote nor an
-// escape option, so Spark-style files (escape '\\', or quote '\”) could not be read with it.
+// escape option, so Spark-style files (a backslash escape, or single-quoted fields) could not be read with it.
 // Inside quotes, the escape character makes the next quote or escape literal, a doubled quote is one
 // quote (RFC 4180), and line breaks belong to the field. Blank lines and comment lines are skipped.
 type csvTokenizer struct {

@@ -79,18 +79,25 @@ func Hidden(key string) bool {
 // Source lists one prefix.
 type Source struct {
 	store storage.Store
-	// skipPrefix is the stream's own state when it lives under the source ("" when not).
-	skipPrefix string
+	// skip are key prefixes under the source that are never data: the stream's own state, and the
+	// target table when either lives under the source.
+	skip []string
 }
 
 // ErrMissingPrefix is returned (wrapped) when a local source directory does not exist. S3 cannot tell
 // an empty prefix from a missing one, so there an empty listing is simply "no files yet".
 var ErrMissingPrefix = errors.New("source prefix does not exist")
 
-// New returns the source rooted at store. skipPrefix, when non-empty, is a key prefix under the source
-// that holds the stream's state and is never listed as data.
-func New(store storage.Store, skipPrefix string) *Source {
-	return &Source{store: store, skipPrefix: strings.TrimSuffix(skipPrefix, "/")}
+// New returns the source rooted at store. skip are key prefixes under the source that are never
+// listed as data (the stream's state, the target table); empty ones are ignored.
+func New(store storage.Store, skip ...string) *Source {
+	s := &Source{store: store}
+	for _, p := range skip {
+		if p = strings.Trim(p, "/"); p != "" {
+			s.skip = append(s.skip, p)
+		}
+	}
+	return s
 }
 
 // Store is the source's storage.
@@ -123,7 +130,12 @@ func (s *Source) List(ctx context.Context, startAfter string) func(yield func(Fi
 }
 
 func (s *Source) skipped(key string) bool {
-	return s.skipPrefix != "" && (key == s.skipPrefix || strings.HasPrefix(key, s.skipPrefix+"/"))
+	for _, p := range s.skip {
+		if key == p || strings.HasPrefix(key, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // check refuses a local source directory that does not exist (a typo in --source would otherwise look

@@ -57,8 +57,9 @@ type Offsets struct {
 	// Schema is the table schema (schemaString) the batch was planned against; "" when the table did
 	// not exist and the batch creates it.
 	Schema string `json:"schema,omitempty"`
-	// MaxKey is the largest source key any listing up to this batch saw (incremental listing starts
-	// after it); SinceFull counts the incremental listings since the last full one.
+	// MaxKey is where incremental listing starts after this batch: every source key up to it was
+	// listed and is taken or planned; SinceFull counts the incremental listings since the last full
+	// one.
 	MaxKey    string    `json:"maxKey,omitempty"`
 	SinceFull int       `json:"sinceFull,omitempty"`
 	PlannedAt time.Time `json:"plannedAt"`
@@ -288,7 +289,9 @@ func (st *Stream) load(ctx context.Context) error {
 // note folds a plan into the taken set and the listing position.
 func (st *Stream) note(off *Offsets) {
 	st.Taken.Add(off.Files...)
-	st.MaxKey = max(st.MaxKey, off.MaxKey)
+	// The latest plan's position wins, even when smaller: a full listing that found late files below
+	// the previous position moves it back so that incremental listings find them.
+	st.MaxKey = off.MaxKey
 	st.SinceFull = off.SinceFull
 }
 
