@@ -72,6 +72,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Progress is called after every batch.
 	Progress func(BatchReport)
+	// StateCompactEvery is how many committed batches pass between taken-files snapshots
+	// (state.DefaultCompactEvery when 0).
+	StateCompactEvery int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }

@@ -90,6 +90,7 @@ func Run(ctx context.Context, tbl *delta.Table, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, stateError(err)
 	}
+	r.st.SetCompactEvery(o.StateCompactEvery)
 	r.appID = r.st.Meta.ID
 	r.rep = &Report{StreamID: r.appID, Checkpoint: ckpt.Location(), LastBatchID: r.st.LastCommitted, Version: -1}
 	err = r.loop(ctx)
@@ -158,6 +159,11 @@ func (r *runner) loop(ctx context.Context) error {
 			if err != nil || plan == nil {
 				return err
 			}
+			if stale, err := r.stale(ctx); err != nil {
+				return err
+			} else if stale {
+				continue // another process of the stream moved on: the state was reloaded
+			}
 			if off, err = r.st.Plan(ctx, *plan); err != nil {
 				return err
 			}
@@ -182,6 +188,25 @@ func (r *runner) loop(ctx context.Context) error {
 			r.o.Progress(*br)
 		}
 	}
+}
+
+// stale reports (and repairs) a state that another process of the stream has moved past: the table
+// holds a txn for the batch this process would plan next. The state is then loaded again.
+func (r *runner) stale(ctx context.Context) (bool, error) {
+	snap, err := latest(ctx, r.tbl)
+	if err != nil || snap == nil {
+		return false, err
+	}
+	if t, ok := snap.Txn(r.appID); !ok || t.Version <= r.st.LastCommitted {
+		return false, nil
+	}
+	st, err := state.Open(ctx, r.ckpt, r.st.Meta, nil)
+	if err != nil {
+		return false, stateError(err)
+	}
+	st.SetCompactEvery(r.o.StateCompactEvery)
+	r.st = st
+	return true, nil
 }
 
 // next plans the next batch from the source (nil when nothing is new).

@@ -129,10 +129,30 @@ func Open(ctx context.Context, store storage.Store, want Metadata, baseline func
 		return nil, err
 	}
 	st.Meta = meta
-	if err := st.load(ctx); err != nil {
+	// A concurrent compaction can delete the snapshot or plans this load just listed; the newer
+	// snapshot it wrote covers them, so looking again resolves it.
+	for try := 1; ; try++ {
+		err = st.load(ctx)
+		if err == nil || try == 3 || !(errors.Is(err, storage.ErrNotFound) || errors.Is(err, errPlanGap)) {
+			break
+		}
+		*st = Stream{store: store, Meta: meta, LastCommitted: -1, snapThrough: -1, compactEvery: DefaultCompactEvery, now: time.Now}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// errPlanGap marks a missing plan between kept ones.
+var errPlanGap = errors.New("a batch plan is missing")
+
+// SetCompactEvery sets how many committed batches pass between taken-files snapshots (tests use
+// small values); n < 1 is ignored.
+func (st *Stream) SetCompactEvery(n int) {
+	if n >= 1 {
+		st.compactEvery = int64(n)
+	}
 }
 
 func (st *Stream) where(key string) string { return storage.URI(st.store, key) }
@@ -262,7 +282,7 @@ func (st *Stream) load(ctx context.Context) error {
 			continue // covered by the snapshot; left over from an interrupted compaction
 		}
 		if b != next {
-			return fmt.Errorf("stream state %s: the plan of batch %d is missing but batch %d has one: %w", st.store.Location(), next, b, ErrCorruptState)
+			return fmt.Errorf("stream state %s: the plan of batch %d is missing but batch %d has one: %w: %w", st.store.Location(), next, b, ErrCorruptState, errPlanGap)
 		}
 		off, err := st.readOffsets(ctx, b)
 		if err != nil {
@@ -387,7 +407,10 @@ func (st *Stream) ReadCommit(ctx context.Context, b int64) (*Commit, bool, error
 var CompactHook func(step string)
 
 // MaybeCompact writes a taken-files snapshot once compactEvery batches were committed since the last
-// one, then deletes the plans, markers and snapshots it makes redundant (the last marker is kept).
+// one, then deletes the snapshots it replaces and the plans and markers that the previous snapshot
+// already covered. The plans of the last compactEvery batches are kept on purpose: a process of the
+// stream that lags behind must find the plan of a batch it is about to plan again (put-if-absent
+// fails and it adopts the committed plan), never an empty slot it could fill with different files.
 // It returns whether it compacted.
 func (st *Stream) MaybeCompact(ctx context.Context) (bool, error) {
 	through := st.LastCommitted
@@ -414,11 +437,8 @@ func (st *Stream) MaybeCompact(ctx context.Context) (bool, error) {
 	if st.Meta.Baseline != "" {
 		del = append(del, st.Meta.Baseline)
 	}
-	for b := st.snapThrough + 1; b <= through; b++ {
-		del = append(del, offsetsKey(b))
-		if b < through {
-			del = append(del, commitKey(b))
-		}
+	for b := max(st.snapThrough+1-st.compactEvery, 0); b <= st.snapThrough; b++ {
+		del = append(del, offsetsKey(b), commitKey(b))
 	}
 	for i, k := range del {
 		if err := st.store.Delete(ctx, k); err != nil {
