@@ -225,7 +225,7 @@ func (r *runner) readFile(ctx context.Context, f source.File, schema *types.Stru
 	}
 	now := source.File{Key: f.Key, Size: info.Size, ModTime: info.ModTime, ETag: info.ETag}
 	if now.Identity() != f.Identity() {
-		return 0, 0, &format.Error{File: uri, Err: fmt.Errorf("the file changed after it was planned (size %d → %d): it is read in the batch that takes its new version, if allowOverwrites is set", f.Size, info.Size)}
+		return 0, 0, &format.Error{File: uri, Err: fmt.Errorf("the file changed after it was planned (size %d → %d), so the version the batch's plan names can no longer be read: set onBadFile to skip to move past it (with allowOverwrites, a later batch takes the new version)", f.Size, info.Size)}
 	}
 	rd, err := format.Open(ctx, r.src.Store(), f, uri, schema, &r.o.Format)
 	if err != nil {

@@ -144,7 +144,7 @@ func (t *csvTokenizer) field(i int) string {
 func (t *csvTokenizer) fields() int { return len(t.ends) }
 
 func newTokenizer(body io.Reader, o *Options) *csvTokenizer {
-	return &csvTokenizer{br: bufio.NewReaderSize(body, 256<<10), delim: o.Delimiter, quote: o.Quote, esc: o.Escape, cmnt: o.Comment}
+	return &csvTokenizer{br: bufio.NewReaderSize(body, readBuffer(body)), delim: o.Delimiter, quote: o.Quote, esc: o.Escape, cmnt: o.Comment}
 }
 
 // csvReader converts CSV records into rows of the table schema.

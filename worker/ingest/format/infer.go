@@ -110,7 +110,7 @@ func sampleFile(ctx context.Context, store storage.Store, f source.File, uri str
 		return fmt.Errorf("open %s: %w", uri, err)
 	}
 	defer ra.Close()
-	body, err := decompress(io.NewSectionReader(ra, 0, ra.Size()), f.Key, uri)
+	body, err := decompress(io.NewSectionReader(ra, 0, ra.Size()), f.Key, uri, ra.Size())
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func sampleFile(ctx context.Context, store storage.Store, f source.File, uri str
 	if o.Format == CSV {
 		return sampleCSV(body, uri, o, acc)
 	}
-	br := bufio.NewReaderSize(body, 256<<10)
+	br := bufio.NewReaderSize(body, readBuffer(body))
 	var dec *json.Decoder
 	if o.MultiLine {
 		dec = json.NewDecoder(br)

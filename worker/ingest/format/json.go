@@ -29,7 +29,7 @@ type jsonReader struct {
 }
 
 func newJSONReader(body io.Reader, closer func() error, p *projector) (Reader, error) {
-	r := &jsonReader{p: p, br: bufio.NewReaderSize(body, 256<<10), close: closer}
+	r := &jsonReader{p: p, br: bufio.NewReaderSize(body, readBuffer(body)), close: closer}
 	if p.o.MultiLine {
 		if err := r.readWhole(); err != nil {
 			closer()

@@ -48,7 +48,7 @@ func Open(ctx context.Context, store storage.Store, file source.File, uri string
 	if o.Format == Parquet {
 		return openParquet(ctx, ra, p)
 	}
-	body, err := decompress(io.NewSectionReader(ra, 0, ra.Size()), file.Key, uri)
+	body, err := decompress(io.NewSectionReader(ra, 0, ra.Size()), file.Key, uri, ra.Size())
 	if err != nil {
 		ra.Close()
 		return nil, err
@@ -65,30 +65,45 @@ func Open(ctx context.Context, store storage.Store, file source.File, uri string
 }
 
 // decompress wraps a gzip or zstd body by the file's extension.
-func decompress(r io.Reader, key, uri string) (io.ReadCloser, error) {
+func decompress(r io.Reader, key, uri string, size int64) (io.ReadCloser, error) {
 	switch source.CompressionOf(key) {
 	case source.Gzip:
-		zr, err := gzip.NewReader(bufio.NewReaderSize(r, 256<<10))
+		zr, err := gzip.NewReader(bufio.NewReaderSize(r, bufferSize(size)))
 		if err != nil {
 			return nil, &Error{File: uri, Err: fmt.Errorf("not a gzip file, though named .gz: %w", err)}
 		}
-		return &textBody{Reader: zr, close: zr.Close, uri: uri, codec: "gzip"}, nil
+		return &textBody{Reader: zr, close: zr.Close, uri: uri, codec: "gzip", buffer: 256 << 10}, nil
 	case source.Zstd:
 		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			return nil, &Error{File: uri, Err: fmt.Errorf("not a zstd file, though named .zst: %w", err)}
 		}
-		return &textBody{Reader: zr, close: func() error { zr.Close(); return nil }, uri: uri, codec: "zstd"}, nil
+		return &textBody{Reader: zr, close: func() error { zr.Close(); return nil }, uri: uri, codec: "zstd", buffer: 256 << 10}, nil
 	}
-	return &textBody{Reader: r, close: func() error { return nil }, uri: uri}, nil
+	return &textBody{Reader: r, close: func() error { return nil }, uri: uri, buffer: bufferSize(size)}, nil
+}
+
+// readBuffer is the line buffer size for a body from decompress.
+func readBuffer(body io.Reader) int {
+	if t, ok := body.(*textBody); ok && t.buffer > 0 {
+		return t.buffer
+	}
+	return 256 << 10
+}
+
+// bufferSize is a read buffer for a file of size bytes: small files (most of a stream of events)
+// need no 256 KiB buffer each.
+func bufferSize(size int64) int {
+	return int(min(max(size+16, 4<<10), 256<<10))
 }
 
 // textBody names decompression failures (a truncated .gz) as bad input of the file.
 type textBody struct {
 	io.Reader
-	close func() error
-	uri   string
-	codec string
+	close  func() error
+	uri    string
+	codec  string
+	buffer int
 }
 
 func (t *textBody) Read(p []byte) (int, error) {
