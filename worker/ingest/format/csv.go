@@ -310,7 +310,11 @@ func (r *csvReader) convert(rc *row) (types.Struct, error) {
 			continue
 		}
 		f := r.p.schema.Fields[idx]
-		v, err := r.p.o.parseText(s, f.Type.(*types.PrimitiveType))
+		pt := f.Type.(*types.PrimitiveType)
+		if s == "" && !r.tok.quoted[i] && pt.Name != types.TypeString {
+			continue // an empty field of a non-string column is null, as Spark reads it
+		}
+		v, err := r.p.o.parseText(s, pt)
 		if err != nil {
 			if r.p.o.Evolution == Rescue {
 				rc.rescueValue(f.Name, s)
