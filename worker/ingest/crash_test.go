@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -243,5 +242,4 @@ func TestCrash_TwoProcessesOfOneStreamRacingIngestEveryRowExactlyOnce(t *testing
 	if n := len(snap.Txns()); n != 1 {
 		t.Fatalf("%d txn app ids, want the stream's one", n)
 	}
-	_ = slices.Contains[[]int]
 }
