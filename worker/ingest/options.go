@@ -65,6 +65,9 @@ type Options struct {
 	PartitionBy, ClusterBy []string
 	// OptimizeWrite and AutoCompact override delta.autoOptimize.optimizeWrite / autoCompact.
 	OptimizeWrite, AutoCompact *bool
+	// AutoCompactTarget is auto compaction's target file size (optimize.DefaultAutoMaxFileSize, 128 MiB,
+	// when 0); files under half of it are small.
+	AutoCompactTarget int64
 	// FullListingEvery is DefaultFullListingEvery when 0; 1 lists fully every time.
 	FullListingEvery int
 	// Storage configures S3 access for the source and the checkpoint.

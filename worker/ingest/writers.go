@@ -109,7 +109,7 @@ func (r *runner) autoCompact(ctx context.Context, snap *delta.Snapshot, br *Batc
 		return
 	}
 	rep, err := optimize.AutoCompact(ctx, r.tbl, br.commit, br.adds, optimize.AutoCompactOptions{
-		Force: r.o.AutoCompact != nil && *r.o.AutoCompact, Logger: r.o.Logger,
+		Force: r.o.AutoCompact != nil && *r.o.AutoCompact, Logger: r.o.Logger, MaxFileSize: r.o.AutoCompactTarget,
 	})
 	br.AutoCompaction, br.AutoCompactionErr = rep, err
 	if err != nil {
