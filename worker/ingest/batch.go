@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -110,12 +111,29 @@ func (r *runner) commit(ctx context.Context, snap *delta.Snapshot, off *state.Of
 	}
 	w := r.newWriters(ctx, wsnap)
 	var rows, rescued int64
+	var files []source.File
 	for _, f := range off.Files {
-		if slices.ContainsFunc(a.skipped, func(s state.SkippedFile) bool { return s.Key == f.Key }) {
-			continue
+		if !slices.ContainsFunc(a.skipped, func(s state.SkippedFile) bool { return s.Key == f.Key }) {
+			files = append(files, f)
 		}
-		n, resc, err := r.readFile(ctx, f, schema, w)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i, pf := range r.prefetch(rctx, files, schema) {
+		f := files[i]
+		var err error
+		for chunk := range pf.chunks {
+			if err = w.write(chunk); err != nil {
+				err = fmt.Errorf("write rows of %s: %w", r.uri(f.Key), err)
+				break
+			}
+		}
+		if err == nil {
+			<-pf.done
+			err = pf.err
+		}
 		if err != nil {
+			cancel()
 			w.abort(ctx)
 			var nce *format.NewColumnsError
 			var bad *format.Error
@@ -131,8 +149,8 @@ func (r *runner) commit(ctx context.Context, snap *delta.Snapshot, off *state.Of
 			}
 			return false, err
 		}
-		rows += n
-		rescued += resc
+		rows += pf.rows
+		rescued += pf.rescued
 		if err := w.endFile(); err != nil {
 			w.abort(ctx)
 			return false, err
@@ -212,9 +230,56 @@ func (r *runner) onNewColumns(e *format.NewColumnsError, a *attempt) (bool, erro
 	return false, nil
 }
 
-// readFile streams one source file into the writers, after checking that it is still the file the
-// plan names.
-func (r *runner) readFile(ctx context.Context, f source.File, schema *types.StructType, w *writers) (rows, rescued int64, err error) {
+// prefetched is one source file being read ahead of the writer: its row chunks in order, then (once
+// done is closed) its row counts and error.
+type prefetched struct {
+	chunks        chan []types.Struct
+	done          chan struct{}
+	rows, rescued int64
+	err           error
+}
+
+// prefetch reads the batch's files ahead of the writer on up to GOMAXPROCS goroutines, in plan
+// order: parsing (the costly part of JSON and CSV) overlaps with encoding, and memory stays bounded
+// by the files in flight times two chunks each. The sequence yields one entry per file, in order.
+func (r *runner) prefetch(ctx context.Context, files []source.File, schema *types.StructType) func(yield func(int, *prefetched) bool) {
+	return func(yield func(int, *prefetched) bool) {
+		slots := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
+		out := make([]*prefetched, len(files))
+		for i := range out {
+			out[i] = &prefetched{chunks: make(chan []types.Struct, 2), done: make(chan struct{})}
+		}
+		go func() {
+			for i, f := range files {
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					for _, p := range out[i:] {
+						p.err = ctx.Err()
+						close(p.chunks)
+						close(p.done)
+					}
+					return
+				}
+				go func(p *prefetched) {
+					defer func() { <-slots }()
+					p.rows, p.rescued, p.err = r.readFile(ctx, f, schema, p.chunks)
+					close(p.chunks)
+					close(p.done)
+				}(out[i])
+			}
+		}()
+		for i, p := range out {
+			if !yield(i, p) {
+				return
+			}
+		}
+	}
+}
+
+// readFile streams one source file's rows into chunks, after checking that it is still the file
+// the plan names.
+func (r *runner) readFile(ctx context.Context, f source.File, schema *types.StructType, chunks chan<- []types.Struct) (rows, rescued int64, err error) {
 	uri := r.uri(f.Key)
 	info, err := r.src.Store().Stat(ctx, f.Key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -240,8 +305,10 @@ func (r *runner) readFile(ctx context.Context, f source.File, schema *types.Stru
 		if err != nil {
 			return 0, 0, err
 		}
-		if err := w.write(chunk); err != nil {
-			return 0, 0, fmt.Errorf("write rows of %s: %w", uri, err)
+		select {
+		case chunks <- chunk:
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
 		}
 		rows += int64(len(chunk))
 	}
