@@ -51,7 +51,7 @@ func TestRun_JSONIntoEveryDeltaType(t *testing.T) {
 				"id=1 b=true i8=-128 i16=32767 i32=-2147483648 i64=9223372036854775807 f32=1.5 f64=-2.25e-300 dec_small=1234567.89 " +
 					"dec_mid=-123456789012.345678 dec_big=1234567890123456789012345678.0123456789 s=héllo, wörld bin=000102ff d=2024-02-29 " +
 					"ts=2024-02-29T21:59:59.123456Z ts_ntz=2024-02-29T23:59:59.000001 st={7,why,{1.500}} arr=[1,null,3] arr_st=[{a,0.5},null] " +
-					"m=map[a:null,b:2] part=a/b=c pday=2024-01-01",
+					"m=map[b:2,a:null] part=a/b=c pday=2024-01-01",
 				"id=2 b=null i8=null i16=null i32=null i64=null f32=null f64=null dec_small=null dec_mid=null dec_big=null s=null bin=null d=null " +
 					"ts=null ts_ntz=null st=null arr=null arr_st=null m=null part=null pday=null",
 				"id=3 b=null i8=null i16=null i32=null i64=null f32=-Inf f64=NaN dec_small=null dec_mid=null dec_big=null s=null bin=null d=null " +

@@ -7,23 +7,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/parquet-go/jsonlite"
 
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 // jsonReader reads newline-delimited JSON (one object per line, blank lines skipped) or, with
-// multiLine, one JSON value per file: an object or an array of objects.
+// multiLine, one JSON value per file: an object or an array of objects. Lines are parsed with
+// github.com/parquet-go/jsonlite (maintained with parquet-go, already a dependency): it keeps object
+// keys in order and costs a fraction of encoding/json's decoding into map[string]any, which is
+// what dominates a JSON batch.
 type jsonReader struct {
 	p     *projector
 	br    *bufio.Reader
 	close func() error
 	line  int64
 	rows  int64
-	multi []any // multiLine: the file's objects, consumed in order
+	multi []*jsonlite.Value // multiLine: the file's objects, consumed in order
 	done  bool
 	buf   []byte
 }
@@ -42,7 +46,7 @@ func newJSONReader(body io.Reader, closer func() error, p *projector) (Reader, e
 func (r *jsonReader) Rescued() int64 { return r.p.rescued }
 func (r *jsonReader) Close() error   { return r.close() }
 
-// readWhole decodes a multi-line file, which Spark reads as one value (so it is held whole, as
+// readWhole parses a multi-line file, which Spark reads as one value (so it is held whole, as
 // Spark holds it).
 func (r *jsonReader) readWhole() error {
 	data, err := io.ReadAll(r.br)
@@ -52,22 +56,19 @@ func (r *jsonReader) readWhole() error {
 	if !utf8.Valid(data) {
 		return &Error{File: r.p.uri, Err: errors.New("the file is not valid UTF-8: re-encode it as UTF-8")}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return r.syntax(err, data, 0)
+	v, err := jsonlite.Parse(string(data))
+	if err != nil {
+		return &Error{File: r.p.uri, Err: fmt.Errorf("invalid JSON (multiLine JSON holds one object or one array of objects): %v", err)}
 	}
-	if dec.More() {
-		return &Error{File: r.p.uri, Err: errors.New("multiLine JSON holds one value (an object or an array of objects), and this file has more: for one object per line, set multiLine=false")}
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		r.multi = []any{x}
-	case []any:
-		r.multi = x
+	switch v.Kind() {
+	case jsonlite.Object:
+		r.multi = []*jsonlite.Value{v}
+	case jsonlite.Array:
+		for e := range v.Array {
+			r.multi = append(r.multi, e)
+		}
 	default:
-		return &Error{File: r.p.uri, Err: fmt.Errorf("the file holds a JSON %s, not an object or an array of objects", jsonKind(v))}
+		return &Error{File: r.p.uri, Err: fmt.Errorf("the file holds a JSON %s, not an object or an array of objects", liteKind(v))}
 	}
 	if len(r.multi) == 0 {
 		return &Error{File: r.p.uri, Err: errors.New("the file holds an empty array: no rows")}
@@ -75,20 +76,9 @@ func (r *jsonReader) readWhole() error {
 	return nil
 }
 
-// syntax turns a decoder error into an Error naming the line it is on.
-func (r *jsonReader) syntax(err error, data []byte, firstLine int64) error {
-	var se *json.SyntaxError
-	line := firstLine
-	if errors.As(err, &se) {
-		line += int64(bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))) + 1
-	} else if firstLine == 0 {
-		line = 0
-	}
-	e := &Error{File: r.p.uri, Line: line, Err: fmt.Errorf("invalid JSON: %v", err)}
-	if !r.p.o.MultiLine {
-		e.Row = r.rows + 1
-	}
-	return e
+// syntax names the row and line of a line that does not parse.
+func (r *jsonReader) syntax(err error, rc *row) error {
+	return &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("invalid JSON: %v", err)}
 }
 
 func (r *jsonReader) wrapRead(err error) error {
@@ -133,7 +123,7 @@ func (r *jsonReader) Next() ([]types.Struct, error) {
 	}
 	var out []types.Struct
 	for len(out) < ChunkRows {
-		var v any
+		var v *jsonlite.Value
 		rc := &row{num: r.rows + 1}
 		if r.p.o.MultiLine {
 			if int(r.rows) == len(r.multi) {
@@ -152,20 +142,17 @@ func (r *jsonReader) Next() ([]types.Struct, error) {
 			if !utf8.Valid(line) {
 				return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: errors.New("the line is not valid UTF-8: re-encode the file as UTF-8")}
 			}
-			dec := json.NewDecoder(bytes.NewReader(line))
-			dec.UseNumber()
-			if err := dec.Decode(&v); err != nil {
-				return nil, r.syntax(err, line, r.line-1)
-			}
-			if dec.More() {
-				return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: errors.New("more than one JSON value on the line: write one object per line, or set multiLine=true")}
+			if v, err = jsonlite.Parse(string(line)); err != nil {
+				if strings.Contains(err.Error(), "after root value") {
+					return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: errors.New("more than one JSON value on the line: write one object per line, or set multiLine=true")}
+				}
+				return nil, r.syntax(err, rc)
 			}
 		}
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the row is a JSON %s, not an object", jsonKind(v))}
+		if v.Kind() != jsonlite.Object {
+			return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the row is a JSON %s, not an object", liteKind(v))}
 		}
-		rowOut, err := r.p.jsonStruct(obj, r.p.schema, nil, rc)
+		rowOut, err := r.p.jsonStruct(v, r.p.schema, nil, rc)
 		if err != nil {
 			return nil, err
 		}
@@ -185,23 +172,25 @@ func (r *jsonReader) Next() ([]types.Struct, error) {
 	return out, nil
 }
 
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
+// liteKind names a value's JSON type for messages.
+func liteKind(v *jsonlite.Value) string {
+	switch v.Kind() {
+	case jsonlite.Null:
 		return "null"
-	case bool:
+	case jsonlite.True, jsonlite.False:
 		return "boolean"
-	case json.Number:
+	case jsonlite.Number:
 		return "number"
-	case string:
+	case jsonlite.String:
 		return "string"
-	case []any:
+	case jsonlite.Array:
 		return "array"
-	case map[string]any:
-		return "object"
 	}
-	return fmt.Sprintf("%T", v)
+	return "object"
 }
+
+// raw is a value as it stands in the source, for the rescued-data JSON.
+func raw(v *jsonlite.Value) json.RawMessage { return json.RawMessage(v.JSON()) }
 
 func joinPath(path []string, name string) string {
 	if len(path) == 0 {
@@ -211,13 +200,14 @@ func joinPath(path []string, name string) string {
 }
 
 // jsonStruct converts an object into a struct of st; path is the struct's column path.
-func (p *projector) jsonStruct(obj map[string]any, st *types.StructType, path []string, r *row) (types.Struct, error) {
+func (p *projector) jsonStruct(obj *jsonlite.Value, st *types.StructType, path []string, r *row) (types.Struct, error) {
 	out := make(types.Struct, len(st.Fields))
 	var unknown []string
-	for k, v := range obj {
+	var unknownVals []*jsonlite.Value
+	for k, v := range obj.Object {
 		i := p.field(st, k)
 		if i < 0 {
-			unknown = append(unknown, k)
+			unknown, unknownVals = append(unknown, k), append(unknownVals, v)
 			continue
 		}
 		f := st.Fields[i]
@@ -226,7 +216,7 @@ func (p *projector) jsonStruct(obj map[string]any, st *types.StructType, path []
 		if err != nil {
 			var ce *convertError
 			if p.o.Evolution == Rescue && errors.As(err, &ce) {
-				r.rescueValue(col, v)
+				r.rescueValue(col, raw(v))
 				continue
 			}
 			return nil, p.fail(r, col, err)
@@ -234,105 +224,120 @@ func (p *projector) jsonStruct(obj map[string]any, st *types.StructType, path []
 		out[i] = val
 	}
 	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		if err := p.unknownJSON(obj, unknown, path, r); err != nil {
+		if err := p.unknownJSON(unknown, unknownVals, path, r); err != nil {
 			return nil, err
 		}
 	}
-	for i, f := range st.Fields {
-		if out[i] == nil && !f.Nullable && !(st == p.schema) {
-			return nil, p.fail(r, joinPath(path, f.Name), errors.New("the field is NOT NULL but the object has no value for it"))
+	if st != p.schema {
+		for i, f := range st.Fields {
+			if out[i] == nil && !f.Nullable {
+				return nil, p.fail(r, joinPath(path, f.Name), errors.New("the field is NOT NULL but the object has no value for it"))
+			}
 		}
 	}
 	return out, nil
 }
 
 // unknownJSON handles object keys the schema lacks, by the evolution mode.
-func (p *projector) unknownJSON(obj map[string]any, keys []string, path []string, r *row) error {
+func (p *projector) unknownJSON(keys []string, vals []*jsonlite.Value, path []string, r *row) error {
 	switch p.o.Evolution {
 	case None:
 		return nil
 	case Rescue:
-		for _, k := range keys {
-			r.rescueValue(joinPath(path, k), obj[k])
+		for i, k := range keys {
+			r.rescueValue(joinPath(path, k), raw(vals[i]))
 		}
 		return nil
 	}
 	e := &NewColumnsError{File: p.uri}
-	for _, k := range keys {
-		e.Columns = append(e.Columns, NewColumn{Path: append(slices.Clone(path), k), Field: &types.StructField{Name: k, Type: inferJSON(obj[k], p.o), Nullable: true}})
+	for i, k := range keys {
+		e.Columns = append(e.Columns, NewColumn{Path: append(slices.Clone(path), k), Field: &types.StructField{Name: k, Type: inferLite(vals[i]), Nullable: true}})
 	}
+	slices.SortFunc(e.Columns, func(a, b NewColumn) int { return strings.Compare(a.Field.Name, b.Field.Name) })
 	return e
 }
 
-func (p *projector) jsonValue(v any, t types.DataType, path []string, r *row) (types.Value, error) {
-	if v == nil {
+// inferLite is the type of one JSON value for a new column (string when only null is known).
+func inferLite(v *jsonlite.Value) types.DataType {
+	dec := json.NewDecoder(strings.NewReader(v.JSON()))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err == nil {
+		if t := inferJSON(x, nil); t != nil {
+			fixNulls(t)
+			return t
+		}
+	}
+	return tString
+}
+
+func (p *projector) jsonValue(v *jsonlite.Value, t types.DataType, path []string, r *row) (types.Value, error) {
+	if v.Kind() == jsonlite.Null {
 		return nil, nil
 	}
 	switch tt := t.(type) {
 	case *types.PrimitiveType:
-		switch x := v.(type) {
-		case json.Number:
-			return p.o.jsonNumber(string(x), tt)
-		case string:
-			return p.o.jsonString(x, tt)
-		case bool:
+		switch v.Kind() {
+		case jsonlite.Number:
+			return p.o.jsonNumber(v.JSON(), tt)
+		case jsonlite.String:
+			return p.o.jsonString(v.String(), tt)
+		case jsonlite.True, jsonlite.False:
+			b := v.Kind() == jsonlite.True
 			switch tt.Name {
 			case types.TypeBoolean:
-				return x, nil
+				return b, nil
 			case types.TypeString:
-				return fmt.Sprint(x), nil
+				return fmt.Sprint(b), nil
 			}
-			return nil, badValue(fmt.Sprint(x), t, "a boolean cannot be read into this type")
+			return nil, badValue(fmt.Sprint(b), t, "a boolean cannot be read into this type")
 		default:
 			if tt.Name == types.TypeString {
-				b, _ := json.Marshal(x)
-				return string(b), nil
+				return v.JSON(), nil
 			}
-			return nil, badValue(jsonKind(v), t, "a JSON "+jsonKind(v)+" cannot be read into this type")
+			return nil, badValue(liteKind(v), t, "a JSON "+liteKind(v)+" cannot be read into this type")
 		}
 	case *types.StructType:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil, &convertError{fmt.Sprintf("want a JSON object for %s, got a JSON %s", t, jsonKind(v))}
+		if v.Kind() != jsonlite.Object {
+			return nil, &convertError{fmt.Sprintf("want a JSON object for %s, got a JSON %s", t, liteKind(v))}
 		}
-		return p.jsonStruct(obj, tt, path, r)
+		return p.jsonStruct(v, tt, path, r)
 	case *types.ArrayType:
-		arr, ok := v.([]any)
-		if !ok {
-			return nil, &convertError{fmt.Sprintf("want a JSON array for %s, got a JSON %s", t, jsonKind(v))}
+		if v.Kind() != jsonlite.Array {
+			return nil, &convertError{fmt.Sprintf("want a JSON array for %s, got a JSON %s", t, liteKind(v))}
 		}
-		out := make(types.Array, len(arr))
-		for i, e := range arr {
-			if e == nil && !tt.ContainsNull {
+		out := make(types.Array, 0, v.Len())
+		i := 0
+		for e := range v.Array {
+			if e.Kind() == jsonlite.Null && !tt.ContainsNull {
 				return nil, &convertError{fmt.Sprintf("element %d is null but the array's elements are NOT NULL", i)}
 			}
 			ev, err := p.jsonValue(e, tt.ElementType, path, r)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = ev
+			out = append(out, ev)
+			i++
 		}
 		return out, nil
 	case *types.MapType:
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return nil, &convertError{fmt.Sprintf("want a JSON object for %s, got a JSON %s", t, jsonKind(v))}
+		if v.Kind() != jsonlite.Object {
+			return nil, &convertError{fmt.Sprintf("want a JSON object for %s, got a JSON %s", t, liteKind(v))}
 		}
 		kt, ok := tt.KeyType.(*types.PrimitiveType)
 		if !ok {
 			return nil, &convertError{fmt.Sprintf("JSON object keys are text and cannot be read as %s", tt.KeyType)}
 		}
-		out := make(types.Map, 0, len(obj))
-		for _, k := range slices.Sorted(maps.Keys(obj)) {
+		out := make(types.Map, 0, v.Len())
+		for k, e := range v.Object {
 			kv, err := p.o.parseText(k, kt)
 			if err != nil {
 				return nil, err
 			}
-			if obj[k] == nil && !tt.ValueContainsNull {
+			if e.Kind() == jsonlite.Null && !tt.ValueContainsNull {
 				return nil, &convertError{fmt.Sprintf("the value of key %q is null but the map's values are NOT NULL", k)}
 			}
-			vv, err := p.jsonValue(obj[k], tt.ValueType, path, r)
+			vv, err := p.jsonValue(e, tt.ValueType, path, r)
 			if err != nil {
 				return nil, err
 			}
