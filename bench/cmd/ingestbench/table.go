@@ -69,4 +69,3 @@ func liveFiles(dir string) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
-
