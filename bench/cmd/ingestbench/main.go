@@ -253,14 +253,19 @@ func duckCmd(args []string) {
 	}
 }
 
+// duckColumns is the table's schema for DuckDB's text readers: both tools convert into the same
+// typed columns (and DuckDB's sampling cannot guess a column that is null in its sample).
+const duckColumns = "columns = {'id': 'BIGINT', 'ts': 'TIMESTAMP', 'region': 'VARCHAR', 'user_id': 'VARCHAR', " +
+	"'event_id': 'VARCHAR', 'amount': 'DOUBLE', 'qty': 'INTEGER', 'status': 'VARCHAR'}"
+
 // reader is DuckDB's reader of every file of a format under dir.
 func reader(format, dir string) string {
 	glob := quote(filepath.Join(dir, "*."+format))
 	switch format {
 	case "csv":
-		return "read_csv(" + glob + ", header = true)"
+		return "read_csv(" + glob + ", header = true, " + duckColumns + ")"
 	case "json":
-		return "read_json(" + glob + ", format = 'newline_delimited')"
+		return "read_json(" + glob + ", format = 'newline_delimited', " + duckColumns + ")"
 	}
 	return "read_parquet(" + glob + ")"
 }
