@@ -10,6 +10,7 @@ import (
 // recognised and never applied twice.
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Upsert' || (has(self.upsert) && size(self.upsert.keys) > 0)",message="mode Upsert needs upsert.keys: the columns that identify a row"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Upsert' || !has(self.upsert)",message="upsert applies only to mode Upsert"
+// +kubebuilder:validation:XValidation:rule="!has(self.mergeSchema) || !self.mergeSchema || !has(self.schemaEvolution) || self.schemaEvolution == 'addNewColumns'",message="mergeSchema: true means schemaEvolution addNewColumns; set only one of them"
 type StreamIngestSpec struct {
 	// Source of new data.
 	Source IngestSource `json:"source"`
@@ -49,9 +50,54 @@ type StreamIngestSpec struct {
 	// +optional
 	Upsert *UpsertSpec `json:"upsert,omitempty"`
 
-	// MergeSchema lets new columns in the source be added to the table schema.
+	// MergeSchema lets new columns in the source be added to the table schema; it is the same as
+	// schemaEvolution: addNewColumns, which supersedes it.
 	// +optional
 	MergeSchema bool `json:"mergeSchema,omitempty"`
+
+	// SchemaEvolution says what source columns the table does not have do: addNewColumns adds them
+	// (nullable, in the commit that carries the batch's data), rescue keeps the schema and puts unknown
+	// fields and unconvertible values into the _rescued_data column with the source file's path,
+	// failOnNewColumns (the default) stops the stream with a condition naming them, none drops them.
+	// +optional
+	// +kubebuilder:validation:Enum=addNewColumns;rescue;failOnNewColumns;none
+	SchemaEvolution SchemaEvolution `json:"schemaEvolution,omitempty"`
+
+	// OnBadFile is what a bad input file (corrupt, truncated, a value that does not convert, deleted
+	// after listing) does: fail stops the stream with a condition naming the file, row and column and
+	// commits nothing; skip leaves the file out and records it in status.
+	// +optional
+	// +kubebuilder:default=fail
+	// +kubebuilder:validation:Enum=fail;skip
+	OnBadFile string `json:"onBadFile,omitempty"`
+
+	// IncludeExistingFiles decides, at the stream's first start only, whether the files already under
+	// the source count (default true).
+	// +optional
+	// +kubebuilder:default=true
+	IncludeExistingFiles *bool `json:"includeExistingFiles,omitempty"`
+
+	// AllowOverwrites takes a file again when it is rewritten in place (a new ETag or modification
+	// time under a key already taken). Off by default: each key is ingested once.
+	// +optional
+	AllowOverwrites bool `json:"allowOverwrites,omitempty"`
+
+	// PartitionBy are the partition columns of the table when the stream's first batch creates it;
+	// an existing table keeps its own.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	// +listType=atomic
+	PartitionBy []string `json:"partitionBy,omitempty"`
+
+	// FullListingEvery: listings start after the largest key already taken (keys that arrive in
+	// lexical order, such as dated prefixes, cost a listing of the new files only), and every this
+	// many listings the whole prefix is listed to catch late files (default 8).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	FullListingEvery *int32 `json:"fullListingEvery,omitempty"`
 
 	// PartitionPruning lists target columns whose values in each batch restrict which target files an upsert
 	// reads (dynamic file pruning on partition values and file statistics).
@@ -85,6 +131,29 @@ type StreamIngestSpec struct {
 	JobTemplate *JobTemplate `json:"jobTemplate,omitempty"`
 }
 
+// SchemaEvolution is a stream's schema evolution mode.
+type SchemaEvolution string
+
+// Schema evolution modes.
+const (
+	SchemaAddNewColumns    SchemaEvolution = "addNewColumns"
+	SchemaRescue           SchemaEvolution = "rescue"
+	SchemaFailOnNewColumns SchemaEvolution = "failOnNewColumns"
+	SchemaNone             SchemaEvolution = "none"
+)
+
+// EffectiveSchemaEvolution is the mode the stream runs with: schemaEvolution, else addNewColumns for
+// mergeSchema: true, else failOnNewColumns.
+func (s *StreamIngestSpec) EffectiveSchemaEvolution() SchemaEvolution {
+	switch {
+	case s.SchemaEvolution != "":
+		return s.SchemaEvolution
+	case s.MergeSchema:
+		return SchemaAddNewColumns
+	}
+	return SchemaFailOnNewColumns
+}
+
 // IngestMode is how a batch is written.
 type IngestMode string
 
@@ -107,6 +176,10 @@ type IngestSource struct {
 }
 
 // FileSource is a location with files of one format.
+// +kubebuilder:validation:XValidation:rule="self.format != 'parquet' || !has(self.options) || size(self.options) == 0",message="parquet takes no reader options"
+// +kubebuilder:validation:XValidation:rule="self.format != 'json' || !has(self.options) || self.options.all(k, k.lowerAscii() in ['multiline', 'dateformat', 'timestampformat', 'infercolumntypes'])",message="json options are multiLine, dateFormat, timestampFormat and inferColumnTypes"
+// +kubebuilder:validation:XValidation:rule="self.format != 'csv' || !has(self.options) || self.options.all(k, k.lowerAscii() in ['header', 'delimiter', 'sep', 'quote', 'escape', 'comment', 'nullvalue', 'dateformat', 'timestampformat', 'infercolumntypes'])",message="csv options are header, delimiter (sep), quote, escape, comment, nullValue, dateFormat, timestampFormat and inferColumnTypes"
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || self.options.all(k, !(k.lowerAscii() in ['header', 'multiline', 'infercolumntypes']) || self.options[k] in ['true', 'false'])",message="header, multiLine and inferColumnTypes take true or false"
 type FileSource struct {
 	// Location is an s3:// or file:/// prefix to watch.
 	// +kubebuilder:validation:MinLength=8
@@ -118,7 +191,10 @@ type FileSource struct {
 	// +kubebuilder:validation:Enum=parquet;json;csv
 	Format string `json:"format"`
 
-	// Options for the reader, e.g. header=true and delimiter=; for csv.
+	// Options for the reader, e.g. header=true and delimiter=; for csv. csv takes header, delimiter
+	// (or sep), quote, escape, comment, nullValue, dateFormat, timestampFormat, inferColumnTypes; json
+	// takes multiLine, dateFormat, timestampFormat, inferColumnTypes; parquet takes none. Files named
+	// .gz or .zst are decompressed.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 64 && self[k].size() <= 256)",message="options keys must be at most 64 and values at most 256 characters"

@@ -961,6 +961,21 @@ func (in *StreamIngestSpec) DeepCopyInto(out *StreamIngestSpec) {
 		*out = new(UpsertSpec)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.IncludeExistingFiles != nil {
+		in, out := &in.IncludeExistingFiles, &out.IncludeExistingFiles
+		*out = new(bool)
+		**out = **in
+	}
+	if in.PartitionBy != nil {
+		in, out := &in.PartitionBy, &out.PartitionBy
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.FullListingEvery != nil {
+		in, out := &in.FullListingEvery, &out.FullListingEvery
+		*out = new(int32)
+		**out = **in
+	}
 	if in.PartitionPruning != nil {
 		in, out := &in.PartitionPruning, &out.PartitionPruning
 		*out = make([]string, len(*in))

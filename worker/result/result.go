@@ -67,6 +67,7 @@ type Result struct {
 	Table      *Table   `json:"table,omitempty"` // inspect, and the state after maintenance
 	Applied    *Applied `json:"applied,omitempty"`
 	Ops        []Op     `json:"ops,omitempty"` // maintenance steps, in order
+	Ingest     *Ingest  `json:"ingest,omitempty"`
 }
 
 // Table is what a table is: the facts DeltaTable status shows.
@@ -146,6 +147,26 @@ func (r *Result) Encode() ([]byte, error) {
 	}
 	if data, err = json.Marshal(&trimmed); err == nil && len(data) <= MaxBytes {
 		return data, nil
+	}
+	if trimmed.Ingest != nil {
+		in := *trimmed.Ingest
+		in.Batches = append([]IngestBatch(nil), in.Batches...)
+		for i := range in.Batches {
+			in.Batches[i].Written = nil
+		}
+		if len(in.Batches) > 3 {
+			in.Batches = in.Batches[len(in.Batches)-3:]
+		}
+		for i := range in.Skipped {
+			in.Skipped[i].Reason = shorten(in.Skipped[i].Reason, 96)
+		}
+		if len(in.SchemaChanges) > 20 {
+			in.SchemaChanges = append(in.SchemaChanges[:20:20], "...")
+		}
+		if len(in.NewColumns) > 20 {
+			in.NewColumns = append(in.NewColumns[:20:20], "...")
+		}
+		trimmed.Ingest = &in
 	}
 	if trimmed.Table != nil {
 		t := *trimmed.Table

@@ -91,7 +91,7 @@ func (s *S3Store) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 		}
 		return ObjectInfo{}, s.s3Error("stat", key, err)
 	}
-	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified), ETag: aws.ToString(out.ETag)}, nil
 }
 
 // Get implements Store.
@@ -212,7 +212,7 @@ func (s *S3Store) List(ctx context.Context, prefix, startAfter string) iter.Seq2
 				if !found || key == "" || strings.HasSuffix(key, "/") {
 					continue
 				}
-				info := ObjectInfo{Key: key, Size: aws.ToInt64(obj.Size), ModTime: aws.ToTime(obj.LastModified)}
+				info := ObjectInfo{Key: key, Size: aws.ToInt64(obj.Size), ModTime: aws.ToTime(obj.LastModified), ETag: aws.ToString(obj.ETag)}
 				if !yield(info, nil) {
 					return
 				}

@@ -19,6 +19,9 @@ type ObjectInfo struct {
 	Key     string
 	Size    int64
 	ModTime time.Time
+	// ETag is the object's entity tag on S3 (quotes kept, as the server sends it), "" on local disk.
+	// With the size it tells a rewritten object from the one seen before.
+	ETag string
 }
 
 // Store is one table's storage, rooted at the table location. Keys are relative to that root
