@@ -353,7 +353,8 @@ func TestCheckpointRead_ColumnsDecodeEveryConformanceCheckpointAsRows(t *testing
 	}
 }
 
-// generatedCheckpointSchema is a checkpoint with every action column and add.stats_parsed.
+// generatedCheckpointSchema is a checkpoint with every action column, add.stats_parsed and
+// add.partitionValues_parsed.
 func generatedCheckpointSchema() *types.StructType {
 	s := &types.StructType{}
 	for _, name := range []string{"txn", "add", "remove", "metaData", "protocol", "domainMetadata", "checkpointMetadata", "sidecar"} {
@@ -365,7 +366,10 @@ func generatedCheckpointSchema() *types.StructType {
 				field("minValues", &types.StructType{Fields: []*types.StructField{field("id", int32T()), field("s", str())}}),
 				field("nullCount", &types.StructType{Fields: []*types.StructField{field("id", long()), field("s", long())}}),
 			}}
-			add.Fields = append(add.Fields, field("stats_parsed", stats))
+			// partitionValues_parsed, which Spark writes next to stats_parsed: both decoders read
+			// partitionValues, the string map every checkpoint has, and leave it alone.
+			parsed := &types.StructType{Fields: []*types.StructField{field("part", int32T())}}
+			add.Fields = append(add.Fields, field("stats_parsed", stats), field("partitionValues_parsed", parsed))
 		}
 		s.Fields = append(s.Fields, col)
 	}
@@ -425,7 +429,7 @@ func generatedCheckpointRows(n int, seed uint64) []types.Struct {
 				sp = types.Struct{int64(r.IntN(100)), maybe(0.3, types.Struct{maybe(0.3, int32(r.IntN(9))), maybe(0.3, "x\"y")}), types.Struct{int64(0), nil}}
 			}
 			row[1] = types.Struct{maybe(0.05, path()), strMap(), maybe(0.1, int64(r.IntN(1<<20))), maybe(0.1, int64(1700000000000+i)),
-				maybe(0.1, r.IntN(2) == 0), maybe(0.5, fmt.Sprintf(`{"numRecords":%d}`, i)), strMap(), dv(), maybe(0.5, int64(i*10)), maybe(0.5, int64(3)), maybe(0.8, "liquid"), sp}
+				maybe(0.1, r.IntN(2) == 0), maybe(0.5, fmt.Sprintf(`{"numRecords":%d}`, i)), strMap(), dv(), maybe(0.5, int64(i*10)), maybe(0.5, int64(3)), maybe(0.8, "liquid"), sp, maybe(0.3, types.Struct{int32(r.IntN(4))})}
 			if r.IntN(10) == 0 { // a row with a remove too: the add column comes first
 				row[2] = types.Struct{path(), nil, true, nil, nil, nil, nil, nil, nil}
 			}
@@ -472,9 +476,10 @@ func writeGeneratedCheckpoint(t *testing.T, rows []types.Struct, opts parquetio.
 }
 
 func TestCheckpointRead_ColumnsDecodeGeneratedCheckpointsAsRows(t *testing.T) {
-	for seed := range uint64(4) {
+	for seed := range uint64(6) {
 		rows := generatedCheckpointRows(3000, seed)
-		opts := parquetio.WriterOptions{RowGroupRows: int64(700 + 300*seed), PageBytes: 2048 << seed}
+		opts := parquetio.WriterOptions{RowGroupRows: int64(700 + 300*(seed%4)), PageBytes: 2048 << (seed % 4),
+			Codec: []string{"zstd", "snappy", "gzip", "lz4_raw", "brotli", "uncompressed"}[seed]}
 		if seed%2 == 1 {
 			opts.DictionaryBytes = -1
 		}
