@@ -5,8 +5,9 @@
 // checked against each other. Run each mode in its own process under /usr/bin/time for CPU time
 // and peak RSS (bench/RESULTS.md, "arrow-go typed column readers").
 //
-//	colbench ours|arrow -file CHECKPOINT.parquet [-keep] [-checksum]
+//	colbench ours|arrow -file CHECKPOINT.parquet [-keep] [-checksum] [-buffered]
 //
+// -buffered makes arrow-go read column chunks through a 1 MiB buffered stream rather than whole;
 // -checksum adds a CRC-32 of every decoded string to the output (equal output: equal values);
 // -keep copies every path and stats string into memory that is kept until the end, as a snapshot
 // keeps them; without it the bytes are only counted.
@@ -24,6 +25,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -36,16 +38,28 @@ const batchSize = 4096
 
 // summary is what a decoder saw: equal summaries mean both decoded the same values.
 type summary struct {
-	Adds       int64   `json:"adds"`      // rows with a non-null add.path
-	SizeSum    int64   `json:"sizeSum"`   // sum of add.size
-	PathBytes  int64   `json:"pathBytes"` // total length of add.path
-	StatsBytes int64   `json:"statsBytes"`
-	StatsNull  int64   `json:"statsNull"`
-	Checksum   uint32  `json:"checksum"` // CRC-32 of every path and stats, in row order (-checksum)
-	Seconds    float64 `json:"seconds"`  // in-process, decoding only
-	keep       []byte
+	Adds       int64    `json:"adds"`      // rows with a non-null add.path
+	SizeSum    int64    `json:"sizeSum"`   // sum of add.size
+	PathBytes  int64    `json:"pathBytes"` // total length of add.path
+	StatsBytes int64    `json:"statsBytes"`
+	StatsNull  int64    `json:"statsNull"`
+	Checksum   uint32   `json:"checksum"` // CRC-32 of every path and stats, in row order (-checksum)
+	Seconds    float64  `json:"seconds"`  // in-process, decoding only
+	keep       [][]byte // chunks of keepChunk bytes, as a snapshot's string arenas
 	doKeep     bool
 	doCRC      bool
+}
+
+const keepChunk = 1 << 20
+
+// retain copies b into the current chunk, starting a new one when it is full.
+func (s *summary) retain(b []byte) {
+	n := len(s.keep)
+	if n == 0 || len(s.keep[n-1])+len(b) > cap(s.keep[n-1]) {
+		s.keep = append(s.keep, make([]byte, 0, max(keepChunk, len(b))))
+		n++
+	}
+	s.keep[n-1] = append(s.keep[n-1], b...)
 }
 
 func (s *summary) path(b []byte) {
@@ -55,7 +69,7 @@ func (s *summary) path(b []byte) {
 		s.Checksum = crc32.Update(s.Checksum, crc32.IEEETable, b)
 	}
 	if s.doKeep {
-		s.keep = append(s.keep, b...)
+		s.retain(b)
 	}
 }
 
@@ -69,7 +83,7 @@ func (s *summary) stats(b []byte, null bool) {
 		s.Checksum = crc32.Update(s.Checksum, crc32.IEEETable, b)
 	}
 	if s.doKeep {
-		s.keep = append(s.keep, b...)
+		s.retain(b)
 	}
 }
 
@@ -81,6 +95,7 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	path := fs.String("file", "", "checkpoint Parquet file")
 	keep := fs.Bool("keep", false, "keep a copy of every path and stats string")
+	buffered := fs.Bool("buffered", false, "arrow: read column chunks through a buffered stream instead of whole")
 	check := fs.Bool("checksum", false, "CRC-32 every path and stats string (to compare the decoders; costs time)")
 	fs.Parse(os.Args[2:])
 	s := &summary{doKeep: *keep, doCRC: *check}
@@ -90,7 +105,7 @@ func main() {
 	case "ours":
 		err = decodeOurs(context.Background(), *path, s)
 	case "arrow":
-		err = decodeArrow(*path, s)
+		err = decodeArrow(*path, *buffered, s)
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -149,8 +164,13 @@ func decodeOurs(ctx context.Context, path string, s *summary) error {
 // decodeArrow reads the same three leaf columns with arrow-go's typed column chunk readers. The
 // columns are read in step, batch by batch, so that each row's path, size and stats meet as they
 // do in a decoder that builds actions.
-func decodeArrow(path string, s *summary) error {
-	rdr, err := file.OpenParquetFile(path, false)
+func decodeArrow(path string, buffered bool, s *summary) error {
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	if buffered {
+		props.BufferedStreamEnabled = true
+		props.BufferSize = 1 << 20
+	}
+	rdr, err := file.OpenParquetFile(path, false, file.WithReadProps(props))
 	if err != nil {
 		return err
 	}
