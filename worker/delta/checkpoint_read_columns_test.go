@@ -328,7 +328,7 @@ func TestCheckpointRead_ColumnsDecodeEveryConformanceCheckpointAsRows(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	compared := 0
+	compared, layouts := 0, map[string]int{}
 	for _, p := range paths {
 		rel, _ := filepath.Rel(root, p)
 		t.Run(rel, func(t *testing.T) {
@@ -346,11 +346,38 @@ func TestCheckpointRead_ColumnsDecodeEveryConformanceCheckpointAsRows(t *testing
 				assertSameActions(t, got, want)
 				compared++
 			}
+			layouts[checkpointLayoutOf(f, rel)]++
+			if f.hasStatsParsed() {
+				layouts["stats_parsed"]++
+			}
+			if add, ok := f.schema.Field("add").Type.(*types.StructType); ok && add.Field("partitionValues_parsed") != nil {
+				layouts["partitionValues_parsed"]++
+			}
 		})
 	}
 	if len(paths) < 60 || compared != len(allRequests)*len(paths) {
 		t.Fatalf("%d checkpoint files, %d requests compared", len(paths), compared)
 	}
+	// the kinds of checkpoint files the corpus has, each compared
+	for _, kind := range []string{"classic", "multi-part", "v2", "sidecar", "stats_parsed", "partitionValues_parsed"} {
+		if layouts[kind] == 0 {
+			t.Errorf("no %s checkpoint file compared", kind)
+		}
+	}
+	t.Logf("compared %d checkpoint files: %v", len(paths), layouts)
+}
+
+// checkpointLayoutOf says what kind of checkpoint file rel (a path in the corpus) is.
+func checkpointLayoutOf(f *ckFile, rel string) string {
+	switch name := filepath.Base(rel); {
+	case strings.Contains(rel, "/_sidecars/"):
+		return "sidecar"
+	case f.schema != nil && f.schema.Field("checkpointMetadata") != nil:
+		return "v2"
+	case strings.Count(name, ".") > 2:
+		return "multi-part"
+	}
+	return "classic"
 }
 
 // generatedCheckpointSchema is a checkpoint with every action column, add.stats_parsed and
