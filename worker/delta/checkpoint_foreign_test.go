@@ -285,3 +285,53 @@ func TestCheckpointRead_RefusesALayoutItCannotDecodeNamingFileAndColumn(t *testi
 		}
 	}
 }
+
+func TestCheckpointRead_RefusesAnActionWithoutARequiredField(t *testing.T) {
+	// Absent columns read as null: without add.path every add would vanish, without
+	// add.partitionValues every file would land in the null partition. Both are refused.
+	for _, missing := range []string{"path", "partitionValues", "size"} {
+		t.Run(missing, func(t *testing.T) {
+			add := checkpointAddStruct()
+			kept := &types.StructType{}
+			row := types.Struct{}
+			for _, f := range add.Fields {
+				if f.Name == missing {
+					continue
+				}
+				kept.Fields = append(kept.Fields, f)
+				switch f.Name {
+				case "path":
+					row = append(row, "a.parquet")
+				case "partitionValues":
+					row = append(row, types.Map{{Key: "p", Value: "1"}})
+				case "size", "modificationTime":
+					row = append(row, int64(1))
+				case "dataChange":
+					row = append(row, true)
+				default:
+					row = append(row, nil)
+				}
+			}
+			var buf bytes.Buffer
+			w, err := parquetio.NewWriter(&buf, &types.StructType{Fields: []*types.StructField{field("add", kept)}}, parquetio.WriterOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, w.Write([]types.Struct{{row}}))
+			if _, err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			must(t, os.WriteFile(filepath.Join(dir, "cp.parquet"), buf.Bytes(), 0o644))
+			store, err := storage.NewLocal(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = readParquetActions(context.Background(), store, "cp.parquet", parquetReadRequest{columns: fileColumns}, nil,
+				func(*Action) error { t.Fatal("an action was decoded from a refused file"); return nil })
+			if err == nil || !strings.Contains(err.Error(), "cp.parquet") || !strings.Contains(err.Error(), "add."+missing+" is missing") {
+				t.Fatalf("err = %v, want cp.parquet and add.%s named", err, missing)
+			}
+		})
+	}
+}

@@ -96,12 +96,51 @@ func (f *ckFile) readSchemas(req parquetReadRequest) ckReadSchemas {
 // decoder cannot read (a list nested in a list, an integer stored as a float, …). There is no
 // second decoder to fall back to: the error names the file and the column.
 func (f *ckFile) checkLayout(ctx context.Context, s ckReadSchemas) error {
+	if err := f.checkRequiredFields(s.columns); err != nil {
+		return err
+	}
 	cr, err := f.pf.Columns(ctx, s.columns, parquetio.ColumnOptions{RowGroups: []int{}})
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w; deltakeeper cannot load a table from a checkpoint stored this way: "+
 			"report the writer that produced it, and write a new checkpoint with Spark or delta-rs meanwhile", f.key, err)
 	}
 	return cr.Close()
+}
+
+// requiredFields are, per action, the fields the protocol requires of it in a checkpoint and
+// without which the decoder would go wrong quietly rather than fail: an absent column reads as
+// null, so a file without add.path would hold no adds at all, and one without
+// add.partitionValues would put every file in the null partition.
+var requiredFields = map[string][]string{
+	"add":                {"path", "partitionValues", "size", "modificationTime", "dataChange"},
+	"remove":             {"path"},
+	"metaData":           {"id", "schemaString"},
+	"protocol":           {"minReaderVersion", "minWriterVersion"},
+	"txn":                {"appId", "version"},
+	"domainMetadata":     {"domain"},
+	"checkpointMetadata": {"version"},
+	"sidecar":            {"path", "sizeInBytes"},
+}
+
+// checkRequiredFields refuses a file that stores an action column without one of its required
+// fields (when the file's schema is known).
+func (f *ckFile) checkRequiredFields(columns *types.StructType) error {
+	if f.schema == nil {
+		return nil
+	}
+	for _, c := range columns.Fields {
+		stored, ok := f.schema.Field(c.Name).Type.(*types.StructType)
+		if !ok {
+			return fmt.Errorf("checkpoint %s: column %s is not a struct; the checkpoint is corrupt or not a Delta checkpoint", f.key, c.Name)
+		}
+		for _, name := range requiredFields[c.Name] {
+			if stored.Field(name) == nil {
+				return fmt.Errorf("checkpoint %s: column %s.%s is missing, which the Delta protocol requires; "+
+					"deltakeeper refuses to load a table from this checkpoint: write a new checkpoint with Spark or delta-rs", f.key, c.Name, name)
+			}
+		}
+	}
+	return nil
 }
 
 // keyLeaves are, per checkpoint column, the leaf columns of which at least one must be non-null
