@@ -11,6 +11,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
 // Optimize clusters a table with liquid clustering, incrementally by default (selectFiles): the
@@ -83,27 +84,37 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 // to remove: the inputs, with the row count of their footers where their adds carry none (so that the
 // commit's row check covers them, and a rewrite of only empty files can commit).
 func rewriteFiles(ctx context.Context, snap *delta.Snapshot, keys [][]string, files []*delta.AddFile, pv delta.PartitionValues,
-	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) (adds, removes []*delta.AddFile, preserved bool, err error) {
-	l, err := newLayout(snap, keys, target)
-	if err != nil {
-		if errors.Is(err, delta.ErrUnsupportedTable) {
-			return nil, nil, false, result.Refuse(result.ReasonUnsupportedFeature, err)
-		}
-		return nil, nil, false, result.Refuse(result.ReasonCorruptTable, err)
+	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) ([]*delta.AddFile, []*delta.AddFile, bool, error) {
+	wo := table.WriteOptions{TargetFileSize: target, DataChange: false}
+	if cube != nil {
+		wo.ClusteringProvider, wo.Tags = Provider, cube.tags()
 	}
+	out, err := table.NewRewriteOutputs(ctx, snap, pv, wo)
+	if err == nil {
+		var l *layout
+		if l, err = newLayout(snap, out, keys); err == nil {
+			return runRewrite(ctx, l, out, files, zorder, opts, progress)
+		}
+	}
+	if errors.Is(err, delta.ErrUnsupportedTable) {
+		return nil, nil, false, result.Refuse(result.ReasonUnsupportedFeature, err)
+	}
+	return nil, nil, false, result.Refuse(result.ReasonCorruptTable, err)
+}
+
+// runRewrite reads the inputs, sorts and writes them through out, and deletes every output when the
+// rewrite fails.
+func runRewrite(ctx context.Context, l *layout, out *table.RewriteOutputs, files []*delta.AddFile, zorder bool, opts Options,
+	progress func(string)) (adds, removes []*delta.AddFile, preserved bool, err error) {
 	ins, err := openInputs(ctx, l, files)
 	if err != nil {
 		return nil, nil, false, classifyIO(err)
-	}
-	out, err := newOutputs(l, pv, cube)
-	if err != nil {
-		return nil, nil, false, result.Fail(result.ReasonCorruptTable, err)
 	}
 	defer withMemoryLimit(opts.MemoryLimit)()
 	j := &rewriteJob{l: l, ins: ins, out: out, zorder: zorder, opts: opts, progress: progress}
 	st, err := j.run(ctx)
 	if err != nil {
-		return nil, nil, false, errors.Join(classifyIO(err), out.abort(context.WithoutCancel(ctx)))
+		return nil, nil, false, errors.Join(classifyIO(err), out.Abort(context.WithoutCancel(ctx)))
 	}
 	for _, in := range ins {
 		f := in.add

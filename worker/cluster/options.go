@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"os"
+
+	"github.com/deltakeeper/deltakeeper/worker/layoutstats"
 )
 
 // Options tune Optimize (liquid clustering) and ZOrder. The clustering switches mirror Microsoft
@@ -78,6 +80,6 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-func (o Options) overlap() OverlapOptions {
-	return OverlapOptions{MinOverlapThreshold: o.MinOverlapThreshold, MinOffendingFiles: o.MinOffendingFiles, SizeAware: true}
+func (o Options) overlap() layoutstats.OverlapOptions {
+	return layoutstats.OverlapOptions{MinOverlapThreshold: o.MinOverlapThreshold, MinOffendingFiles: o.MinOffendingFiles, SizeAware: true}
 }

@@ -56,16 +56,15 @@ func newZCube(columns []string, curve string, target int64) zcube {
 	return zcube{id: uuid.NewString(), orderBy: string(by), curve: curve, target: target}
 }
 
-// tag marks a new file as part of the ZCube, the way Spark's ClusteringStrategy.tagAddFile does.
-func (z zcube) tag(a *delta.AddFile) {
-	a.ClusteringProvider = Provider
-	if a.Tags == nil {
-		a.Tags = map[string]string{}
+// tags are the add.tags of every file of the ZCube, the ones Spark's ClusteringStrategy.tagAddFile
+// sets; the files also get clusteringProvider Provider (table.WriteOptions).
+func (z zcube) tags() map[string]string {
+	return map[string]string{
+		TagZCubeID:            z.id,
+		TagZCubeZOrderBy:      z.orderBy,
+		TagZCubeCurve:         z.curve,
+		TagOptimizeTargetSize: strconv.FormatInt(z.target, 10),
 	}
-	a.Tags[TagZCubeID] = z.id
-	a.Tags[TagZCubeZOrderBy] = z.orderBy
-	a.Tags[TagZCubeCurve] = z.curve
-	a.Tags[TagOptimizeTargetSize] = strconv.FormatInt(z.target, 10)
 }
 
 // fileClass is how a live file relates to the current clustering definition.

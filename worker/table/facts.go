@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/deltakeeper/deltakeeper/worker/cluster"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/layoutstats"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
@@ -143,22 +143,22 @@ func (f *Facts) Result() *result.Table {
 }
 
 // ClusteringQuality computes, per clustering column, how well the live files' min/max ranges support
-// data skipping (cluster.Quality over the files' statistics).
+// data skipping (layoutstats.Quality over the files' statistics).
 func ClusteringQuality(snap *delta.Snapshot, columns []string) ([]result.ColumnQuality, error) {
 	out := make([]result.ColumnQuality, 0, len(columns))
 	for _, col := range columns {
 		path := strings.Split(col, ".")
-		bounds := make([]cluster.Bounds, 0, snap.NumFiles())
+		bounds := make([]layoutstats.Bounds, 0, snap.NumFiles())
 		for _, a := range snap.Files() {
-			var b cluster.Bounds
+			var b layoutstats.Bounds
 			if st, ok, err := snap.Stats(a); err == nil && ok {
 				if cs, ok := st.Column(path...); ok {
-					b = cluster.Bounds{Min: cs.Min, Max: cs.MaxUpperBound()}
+					b = layoutstats.Bounds{Min: cs.Min, Max: cs.MaxUpperBound()}
 				}
 			}
 			bounds = append(bounds, b)
 		}
-		q, err := cluster.Quality(col, bounds)
+		q, err := layoutstats.Quality(col, bounds)
 		if err != nil {
 			return nil, fmt.Errorf("clustering quality of %s: %w", col, err)
 		}
