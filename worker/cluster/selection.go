@@ -6,6 +6,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/layoutstats"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
 // selection is what one clustering run rewrites, and why.
@@ -69,13 +70,13 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 		}
 	}
 	for _, f := range snap.Files() {
-		class := classify(f, names)
+		class := table.ClassifyClustering(f, names)
 		switch {
-		case class == classForeign:
+		case class == table.ForeignClustered:
 			sel.foreign++
-		case class == classUnclustered:
+		case class == table.Unclustered:
 			pick(f, &sel.unclustered)
-		case class == classOtherColumns:
+		case class == table.ClusteredByOtherColumns:
 			pick(f, &sel.otherColumns)
 		case opts.Full:
 			pick(f, &sel.overlapping)
