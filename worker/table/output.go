@@ -42,24 +42,25 @@ type WriteOptions struct {
 // minRowGroupBytes and maxRowGroupBytes (rowGroupBytes).
 //
 // A quarter, because a file's size is checked where a row group closes: the Writer and
-// parquetio.Rewrite roll over to a new file there, so a file overshoots its target by at most about a
-// quarter, and every file of target size has four or more row groups for readers to skip and split.
+// parquetio.Rewrite roll over to a new file there, so a file should overshoot its target by about a
+// quarter at most (at targets under ~256 KiB the writer overshoots more, bench/RESULTS.md), and every
+// file of target size has four or more row groups for readers to skip and split.
 // Spark (parquet-mr) closes row groups at parquet.block.size, 128 MiB whatever the file size, and
 // DuckDB after ROW_GROUP_SIZE rows (122,880) with FILE_SIZE_BYTES checked between row groups; both
 // overshoot a small target by up to a whole row group. Scaling the row group to the target avoids that.
 //
 // The floor, 8 KiB, only matters for targets under 32 KiB (tests, toy tables): there a higher floor
-// would make every file a floor's size whatever its target (with 64 KiB, as clustering once used, a
-// 16 KiB target gave 64 KiB files), and the per-row-group cost (a footer entry and a page header per
-// column) is what a table with such a target asks for. Clustering's columnar sort adds its own floor
-// in rows (parquetio.Permute: at least two dictionary probes, 8,192 rows). The clustering benchmark's
-// quick configuration (320 KiB target, 80 KiB row groups) is above both floors and wrote the same
-// files with 8 KiB and 64 KiB (bench/RESULTS.md, "One output path").
+// makes every file a floor's worth of row groups whatever its target (with 64 KiB, clustering's old
+// floor, a 32 KiB target gave the writer 192 KB files; with 8 KiB, 58 KB files for 6.7 % more bytes),
+// and the per-row-group cost (a footer entry and a page header per column) is what a table with such a
+// target asks for. Clustering's columnar sort adds its own floor in rows (parquetio.Permute: at least
+// two dictionary probes, 8,192 rows). The clustering benchmark's quick configuration (320 KiB target,
+// 80 KiB row groups) is above both floors and wrote byte-identical files before and after the floors
+// were merged (bench/RESULTS.md, "One output path").
 //
-// The cap, 16 MiB (parquetio.DefaultRewriteRowGroupBytes), bounds memory: the Writer holds a row
-// group per open file (up to 64 partitions in an optimized ingest write), a rewrite about two per bin
-// in flight; the default 100 MiB target gives 16 MiB row groups, larger than DuckDB's for any row
-// width we benchmark and within the 1–128 MiB range readers handle well.
+// The cap, 16 MiB (parquetio.DefaultRewriteRowGroupBytes, compaction's size until now), bounds memory:
+// the Writer holds a row group per open file (up to 64 partitions in an optimized ingest write), a
+// rewrite about two per bin in flight. Targets of 64 MiB and more (the default is 100 MiB) get it.
 const (
 	minRowGroupBytes = 8 << 10
 	maxRowGroupBytes = parquetio.DefaultRewriteRowGroupBytes
