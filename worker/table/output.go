@@ -22,7 +22,8 @@ import (
 // WriteOptions control how new data files are written.
 type WriteOptions struct {
 	// TargetFileSize starts a new file once one reaches it (checked at row-group boundaries, so a file
-	// may exceed it by up to a quarter). 0 means delta.targetFileSize, else delta.DefaultTargetFileSize.
+	// exceeds it by about a row group, see rowGroupBytes). 0 means delta.targetFileSize, else
+	// delta.DefaultTargetFileSize.
 	TargetFileSize int64
 	// DataChange is add.dataChange: true for new rows (ingest), false for rearrangements (compaction).
 	DataChange bool
