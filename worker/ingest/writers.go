@@ -44,7 +44,7 @@ func (r *runner) newWriters(ctx context.Context, snap *delta.Snapshot) *writers 
 		opts.MaxOpenFiles = optimizedOpenFiles
 	}
 	if cols, ok, _ := snap.ClusteringColumnsLogical(); ok && len(cols) > 0 {
-		opts.ClusteringProvider = "liquid"
+		opts.ClusteringProvider = table.LiquidProvider
 	}
 	return &writers{ctx: ctx, snap: snap, opts: opts, optimized: optimized}
 }
