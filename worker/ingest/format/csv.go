@@ -286,11 +286,7 @@ func (r *csvReader) convert(rc *row) (types.Struct, error) {
 	n := r.tok.fields()
 	if n != len(r.cols) {
 		if r.p.o.Evolution != Rescue {
-			what := "the first record has"
-			if r.p.o.Header {
-				what = "the header has"
-			}
-			return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the record has %d fields but %s %d: check the delimiter (%q) and quoting", n, what, len(r.cols), r.p.o.Delimiter)}
+			return nil, r.fieldCountError(rc, n)
 		}
 		for i := len(r.cols); i < n; i++ {
 			rc.rescueValue("_c"+strconv.Itoa(i), r.tok.field(i))
@@ -325,6 +321,15 @@ func (r *csvReader) convert(rc *row) (types.Struct, error) {
 		out[idx] = v
 	}
 	return out, nil
+}
+
+// fieldCountError is the error of a record whose field count differs from the header's.
+func (r *csvReader) fieldCountError(rc *row, n int) error {
+	what := "the first record has"
+	if r.p.o.Header {
+		what = "the header has"
+	}
+	return &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the record has %d fields but %s %d: check the delimiter (%q) and quoting", n, what, len(r.cols), r.p.o.Delimiter)}
 }
 
 // sampleCSV widens acc by the types of up to SampleRows records.
