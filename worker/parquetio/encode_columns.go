@@ -236,7 +236,7 @@ func (v *FlatColumn) Value(t types.DataType, i int) types.Value {
 	case types.TypeString:
 		return string(v.Bin[v.Off[i]:v.Off[i+1]])
 	case types.TypeBinary:
-		return append([]byte(nil), v.Bin[v.Off[i]:v.Off[i+1]]...)
+		return append([]byte{}, v.Bin[v.Off[i]:v.Off[i+1]]...)
 	}
 	return nil
 }
