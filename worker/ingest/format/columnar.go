@@ -49,8 +49,18 @@ func newColumnar(p *projector) *columnar {
 	return c
 }
 
+// begin starts a new batch (the previous one now belongs to the writer). Text columns get the
+// previous batch's byte size as capacity, so their values are not copied again as they grow.
 func (c *columnar) begin() {
+	prev := c.b
 	c.b = parquetio.NewFlatBatch(c.p.schema, ChunkRows)
+	if prev != nil {
+		for i := range c.b.Cols {
+			if n := len(prev.Cols[i].Bin); n > 0 {
+				c.b.Cols[i].Bin = make([]byte, 0, n+n/8)
+			}
+		}
+	}
 }
 
 // endRow appends nulls to the columns the row did not set, after checking NOT NULL columns as

@@ -19,6 +19,7 @@ type jsonColumnReader struct {
 	*jsonReader
 	c     *columnar
 	exact map[string]int // table column index by exact name
+	names []string       // table column names
 }
 
 func newJSONColumnReader(r *jsonReader) *jsonColumnReader {
@@ -30,6 +31,7 @@ func newJSONColumnReader(r *jsonReader) *jsonColumnReader {
 		jr.exact = make(map[string]int, len(r.p.schema.Fields))
 		for i, f := range r.p.schema.Fields {
 			jr.exact[f.Name] = i
+			jr.names = append(jr.names, f.Name)
 		}
 	}
 	return jr
@@ -97,6 +99,7 @@ func (r *jsonColumnReader) scanLine(s []byte, rc *row) (bool, error) {
 	}
 	var buf [32]field
 	fields := buf[:0]
+	expect := 0
 	i := skipWS(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return false, nil
@@ -113,7 +116,16 @@ func (r *jsonColumnReader) scanLine(s []byte, rc *row) (bool, error) {
 			if !ok {
 				return false, nil
 			}
-			col, known := r.exact[unsafeString(s[ks:ke])]
+			// Writers put the keys of every line in the same order, mostly the table's: try the
+			// column after the previous key before hashing.
+			key := unsafeString(s[ks:ke])
+			col, known := expect, false
+			if col < len(r.names) && r.names[col] == key {
+				known = true
+			} else {
+				col, known = r.exact[key]
+			}
+			expect = col + 1
 			if !known || r.c.set[col] {
 				r.c.resetRow()
 				return false, nil // unknown or differently cased key, or a duplicate: the row path decides
@@ -215,6 +227,10 @@ func (r *jsonColumnReader) scanLine(s []byte, rc *row) (bool, error) {
 				return false, r.p.fail(rc, r.p.schema.Fields[f.col].Name, err)
 			}
 		case '"':
+			if r.c.prims[f.col].Name == types.TypeString {
+				v.AppendBytes(s[f.start:f.end]) // the line is valid UTF-8, and so its strings
+				continue
+			}
 			if err := r.c.appendText(f.col, s[f.start:f.end]); err != nil {
 				r.c.resetRow()
 				return false, r.p.fail(rc, r.p.schema.Fields[f.col].Name, err)

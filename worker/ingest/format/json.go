@@ -96,8 +96,13 @@ func (r *jsonReader) wrapRead(err error) error {
 func (r *jsonReader) nextLine() ([]byte, error) {
 	for {
 		r.buf = r.buf[:0]
+		var line []byte
 		for {
 			part, err := r.br.ReadSlice('\n')
+			if err == nil && len(r.buf) == 0 {
+				line = part // the whole line is in the reader's buffer: no copy
+				break
+			}
 			r.buf = append(r.buf, part...)
 			if err == bufio.ErrBufferFull {
 				continue
@@ -111,7 +116,10 @@ func (r *jsonReader) nextLine() ([]byte, error) {
 			break
 		}
 		r.line++
-		if line := bytes.TrimSpace(r.buf); len(line) > 0 {
+		if line == nil {
+			line = r.buf
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
 			return line, nil
 		}
 	}
