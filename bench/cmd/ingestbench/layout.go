@@ -50,7 +50,10 @@ func layoutCmd(args []string) {
 	}
 	within := 0
 	var smallest, largest int64 = 1 << 62, 0
+	// The result lists files per partition only up to 16 partitions: count them from the files.
+	partitions := map[string]bool{}
 	for _, f := range live {
+		partitions[filepath.Dir(f)] = true
 		st, err := os.Stat(f)
 		if err != nil {
 			log.Fatal(err)
@@ -61,7 +64,7 @@ func layoutCmd(args []string) {
 		smallest, largest = min(smallest, st.Size()), max(largest, st.Size())
 	}
 	fmt.Printf("layout: one batch of %d rows over %d partitions, target %d bytes: %d data files, %d (%.1f %%) within 0.75–1.25× the target; sizes %d–%d bytes; %.2f s, peak RSS %d MiB\n",
-		res.Ingest.Rows, len(res.Ingest.Batches[0].Written), *target, len(live), within, 100*float64(within)/float64(len(live)), smallest, largest, m.wall.Seconds(), m.rssKB/1024)
+		res.Ingest.Rows, len(partitions), *target, len(live), within, 100*float64(within)/float64(len(live)), smallest, largest, m.wall.Seconds(), m.rssKB/1024)
 	check, err := verify(table, pq)
 	if err != nil {
 		log.Fatal(err)
