@@ -262,7 +262,7 @@ func TestOptimizePolicy_ForbidSkipsAndStartingDeadlineSkipsLateSlots(t *testing.
 	got := waitPolicy(t, p, "skips the slot", func(p *deltav1.OptimizePolicy) (bool, string) {
 		return p.Status.LastScheduleTime != nil && p.Status.LastScheduleTime.Time.Equal(slot2) && len(p.Status.RecentRuns) == 1, fmt.Sprintf("%+v", p.Status)
 	})
-	if r := got.Status.RecentRuns[0]; r.Result != deltav1.RunSkipped || r.Reason != "ConcurrencyForbid" {
+	if r := got.Status.RecentRuns[0]; r.Result != deltav1.RunSkipped || r.Reason != deltav1.ReasonConcurrencyForbid {
 		t.Errorf("recentRuns[0] = %+v", r)
 	}
 	waitEvent(t, ns, "five", "Skipped", "concurrencyPolicy Forbid")
