@@ -239,7 +239,7 @@ func (r *DeltaTableReconciler) pruneInspectJobs(ctx context.Context, table *delt
 		if _, _, cond := jobFinished(j); cond == nil || cond.LastTransitionTime.After(recorded) {
 			continue
 		}
-		if err := r.Delete(ctx, j, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to delete an old inspect Job", "job", j.Name)
 		}
 	}

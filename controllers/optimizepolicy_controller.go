@@ -397,7 +397,7 @@ func (r *OptimizePolicyReconciler) pruneHistory(ctx context.Context, pol *deltav
 			waiting = true
 			continue
 		}
-		if err := r.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to delete a Job beyond the history limit", "job", j.Name)
 		}
 	}
