@@ -299,7 +299,7 @@ func (r *runner) readFile(ctx context.Context, f source.File, schema *types.Stru
 	defer rd.Close()
 	for {
 		chunk, err := rd.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return rows, rd.Rescued(), nil
 		}
 		if err != nil {
