@@ -99,7 +99,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 
 func joinCleanup(ctx context.Context, tbl *delta.Table, err error, adds []*delta.AddFile) error {
 	if cerr := deleteAdds(context.WithoutCancel(ctx), tbl, adds); cerr != nil {
-		return fmt.Errorf("%w (and: %v)", err, cerr)
+		return fmt.Errorf("%w (and: %w)", err, cerr)
 	}
 	return err
 }
