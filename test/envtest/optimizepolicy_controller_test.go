@@ -281,7 +281,7 @@ func TestOptimizePolicy_ForbidSkipsAndStartingDeadlineSkipsLateSlots(t *testing.
 
 	// The manager "was down" past the next slot's deadline: the slot is skipped and recorded.
 	slot3 := stepToNextSlot(t, clk, p, 2*time.Minute)
-	got = waitPolicy(t, p, "skips the late slot", func(p *deltav1.OptimizePolicy) (bool, string) {
+	waitPolicy(t, p, "skips the late slot", func(p *deltav1.OptimizePolicy) (bool, string) {
 		return p.Status.LastSkippedTime != nil && p.Status.LastSkippedTime.Time.Equal(slot3), fmt.Sprintf("%+v", p.Status)
 	})
 	if live := liveJobs(tableJobs(t, ns, "t", "maintain")); len(live) != 0 {
