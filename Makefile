@@ -28,7 +28,7 @@ build: ## Build bin/deltakeeper (static).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/deltakeeper ./cmd/deltakeeper
 
 .PHONY: lint
-lint: ## gofmt, go vet and generated-files freshness.
+lint: ## gofmt, go vet, golangci-lint (depguard architecture rules), go mod tidy, generated-files freshness.
 	hack/lint.sh
 
 ##@ Test

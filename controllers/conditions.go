@@ -7,15 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Reasons the reconcilers use beyond those of api/v1/conditions.go.
-const (
-	// ReasonInvalidSpec: the spec cannot work until someone changes it (a column list the worker's flags
-	// cannot carry, a Job the API server rejects, a bad label selector).
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonNoStepsEnabled: an OptimizePolicy enables no maintenance step.
-	ReasonNoStepsEnabled = "NoStepsEnabled"
-)
-
 // conditionSetter sets conditions with the reconciler's clock and the object's generation, so transition
 // times come from the injected clock and every condition says which spec it describes.
 type conditionSetter struct {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,7 +76,7 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	// Inspect Jobs of a deleted predecessor with the same name are not this table's history.
 	jobs = slices.DeleteFunc(jobs, func(j batchv1.Job) bool {
-		ref := ctrlOwner(&j)
+		ref := metav1.GetControllerOf(&j)
 		return ref != nil && ref.Kind == "DeltaTable" && ref.UID != table.UID
 	})
 	pods, err := r.podsByJob(ctx, table.Namespace, client.MatchingLabels{deltav1.LabelTable: LabelValue(table.Name)})
@@ -88,33 +87,11 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	st := table.Status.DeepCopy()
 	conds := conditionSetter{conds: &st.Conditions, generation: table.Generation, now: now}
 	var evq eventQueue
-	var requeue time.Duration
-	wake := func(d time.Duration) {
-		if d > 0 && (requeue == 0 || d < requeue) {
-			requeue = d
-		}
-	}
+	var wake wakeup
 
 	// 1. Fold finished Jobs.
-	var finished []finishedRun
-	var active *batchv1.Job
-	for i := range jobs {
-		j := &jobs[i]
-		if isLive(j) {
-			if active == nil || j.CreationTimestamp.Before(&active.CreationTimestamp) {
-				active = j
-			}
-			continue
-		}
-		run, ready := readRun(j, pods[j.Name], now)
-		if !ready {
-			wake(requeueResult)
-			continue
-		}
-		finished = append(finished, run)
-	}
 	var added []*finishedRun
-	st.RecentRuns, added = mergeRuns(st.RecentRuns, finished, maxTableRuns)
+	st.RecentRuns, added = foldFinishedJobs(st.RecentRuns, jobs, pods, now, maxTableRuns, &wake)
 	for _, run := range added {
 		if run.Kind == JobInspect {
 			applyInspect(st, conds, run)
@@ -131,11 +108,12 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	// 3. Start the inspect Job when due.
 	view := tableView{}
+	active := oldestLive(jobs)
 	if active != nil {
 		view.ActiveJob = active.Name
 		view.ActiveInspect = active.Labels[deltav1.LabelOperation] == string(JobInspect)
 		view.Stuck = stuckPod(pods[active.Name])
-		wake(requeueActiveJob)
+		wake.in(requeueActiveJob)
 	}
 	statusTable := table.DeepCopy()
 	statusTable.Status = *st
@@ -151,11 +129,11 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 				evq.normal(EventJobStarted, actionCreateJob, started, fmt.Sprintf("Started inspect Job %s (%s)", started.Name, plan.Trigger))
 			}
 			log.Info("Started inspect Job", "job", started.Name, "trigger", plan.Trigger)
-			wake(requeueActiveJob)
+			wake.in(requeueActiveJob)
 		case err == nil:
-			wake(requeueLockBusy)
+			wake.in(requeueLockBusy)
 		case errors.Is(err, errRetrySoon):
-			wake(requeueSoon)
+			wake.in(requeueSoon)
 		case isSpecError(err):
 			view.SpecError = sanitize(err.Error(), 1024)
 			terminal = err
@@ -163,7 +141,7 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, err
 		}
 	} else {
-		wake(plan.Due.Sub(now))
+		wake.in(plan.Due.Sub(now))
 	}
 	st.ActiveJob = view.ActiveJob
 
@@ -173,16 +151,9 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// 5. One status write, then events and metrics.
 	setReady(&table, st, conds, view)
 	st.ObservedGeneration = table.Generation
-	if !equality.Semantic.DeepEqual(&table.Status, st) {
-		table.Status = *st
-		if err := r.Status().Update(ctx, &table); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return ctrl.Result{RequeueAfter: requeueSoon}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("update DeltaTable %s status: %w", req.NamespacedName, err)
-		}
+	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &table, &table.Status, st, evq); stop {
+		return res, err
 	}
-	evq.emit(r.Recorder, &table)
 	for _, run := range added {
 		if run.Kind == JobInspect {
 			observeRun("DeltaTable", table.Namespace, run)
@@ -193,7 +164,7 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		log.Info("DeltaTable spec cannot be turned into a Job", "reason", view.SpecError)
 		return ctrl.Result{}, reconcile.TerminalError(terminal)
 	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return wake.result(), nil
 }
 
 // errRetrySoon means "the cache is behind; look again in a second".
@@ -255,7 +226,7 @@ func (r *DeltaTableReconciler) pruneInspectJobs(ctx context.Context, table *delt
 	var done []*batchv1.Job
 	for i := range jobs {
 		j := &jobs[i]
-		if ref := ctrlOwner(j); ref != nil && ref.UID == table.UID && !isLive(j) {
+		if ref := metav1.GetControllerOf(j); ref != nil && ref.UID == table.UID && !isLive(j) {
 			done = append(done, j)
 		}
 	}
@@ -268,7 +239,7 @@ func (r *DeltaTableReconciler) pruneInspectJobs(ctx context.Context, table *delt
 		if _, _, cond := jobFinished(j); cond == nil || cond.LastTransitionTime.After(recorded) {
 			continue
 		}
-		if err := r.Delete(ctx, j, client.PropagationPolicy("Background")); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to delete an old inspect Job", "job", j.Name)
 		}
 	}
@@ -312,12 +283,13 @@ func isSpecError(err error) bool {
 	return errors.As(err, &se)
 }
 
-// ctrlOwner returns a Job's controller owner reference.
-func ctrlOwner(j *batchv1.Job) *metav1.OwnerReference {
-	for i := range j.OwnerReferences {
-		if r := &j.OwnerReferences[i]; r.Controller != nil && *r.Controller {
-			return r
+// oldestLive returns the oldest live Job among jobs, the one that holds or will take the table, if any.
+func oldestLive(jobs []batchv1.Job) *batchv1.Job {
+	var oldest *batchv1.Job
+	for i := range jobs {
+		if j := &jobs[i]; isLive(j) && (oldest == nil || j.CreationTimestamp.Before(&oldest.CreationTimestamp)) {
+			oldest = j
 		}
 	}
-	return nil
+	return oldest
 }

@@ -305,7 +305,7 @@ func setReady(t *deltav1.DeltaTable, st *deltav1.DeltaTableStatus, conds conditi
 	}
 	switch {
 	case v.SpecError != "":
-		ready(metav1.ConditionFalse, ReasonInvalidSpec, v.SpecError)
+		ready(metav1.ConditionFalse, deltav1.ReasonInvalidSpec, v.SpecError)
 	case reach == nil:
 		reason, msg := deltav1.ReasonPending, "waiting for the first inspect Job"
 		if v.ActiveInspect {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,12 +96,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	now := r.Clock.Now()
 	ps := newPolicyStatus(&pol, now)
 	var evq eventQueue
-	var requeue time.Duration
-	wake := func(d time.Duration) {
-		if d > 0 && (requeue == 0 || d < requeue) {
-			requeue = d
-		}
-	}
+	var wake wakeup
 
 	// 1. Validate what the API's CEL rules cannot: the time zone exists, the selector parses.
 	view := policyView{Suspended: pol.IsSuspended(), Scheduled: pol.Spec.Schedule != "", TimeZone: pol.Spec.TimeZone}
@@ -118,7 +112,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if sel := pol.Spec.Targets.Selector; sel != nil && view.SpecError == "" {
 		s, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
-			view.SpecReason, view.SpecError = ReasonInvalidSpec, "targets.selector: "+err.Error()
+			view.SpecReason, view.SpecError = deltav1.ReasonInvalidSpec, "targets.selector: "+err.Error()
 		}
 		selector = s
 	}
@@ -147,21 +141,8 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	// 3. Record finished runs.
-	var finished []finishedRun
-	for i := range pass.jobs {
-		j := &pass.jobs[i]
-		if isLive(j) {
-			continue
-		}
-		run, ready := readRun(j, pods[j.Name], now)
-		if !ready {
-			wake(requeueResult)
-			continue
-		}
-		finished = append(finished, run)
-	}
 	var added []*finishedRun
-	ps.st.RecentRuns, added = mergeRuns(ps.st.RecentRuns, finished, maxPolicyRuns)
+	ps.st.RecentRuns, added = foldFinishedJobs(ps.st.RecentRuns, pass.jobs, pods, now, maxPolicyRuns, &wake)
 	for _, run := range added {
 		ps.applyRun(run)
 		queuePolicyRunEvents(&evq, run)
@@ -169,7 +150,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	// 4. Prune the history beyond the limits.
 	if r.pruneHistory(ctx, &pol, pass.jobs, tables) {
-		wake(requeueResult)
+		wake.in(requeueResult)
 	}
 
 	// 5. Start due runs.
@@ -179,11 +160,11 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return ctrl.Result{}, err
 		}
 		if open {
-			wake(requeueLockBusy)
+			wake.in(requeueLockBusy)
 		}
 	}
 	if view.Next != nil {
-		wake(view.Next.Sub(now))
+		wake.in(view.Next.Sub(now))
 	}
 	ps.st.NextScheduleTime = view.Next
 	ps.st.Active = nil
@@ -200,23 +181,16 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		switch newReady {
 		case deltav1.ReasonTargetNotFound, deltav1.ReasonNoTargets:
 			evq.warning(EventTargetNotFound, actionValidate, nil, apimeta.FindStatusCondition(ps.st.Conditions, deltav1.ConditionReady).Message)
-		case deltav1.ReasonInvalidSchedule, ReasonInvalidSpec, ReasonNoStepsEnabled:
+		case deltav1.ReasonInvalidSchedule, deltav1.ReasonInvalidSpec, deltav1.ReasonNoStepsEnabled:
 			evq.warning(EventInvalidSpec, actionValidate, nil, apimeta.FindStatusCondition(ps.st.Conditions, deltav1.ConditionReady).Message)
 		}
 	}
 	ps.st.ObservedGeneration = pol.Generation
 
 	// 6. One status write, then events and metrics.
-	if !equality.Semantic.DeepEqual(&pol.Status, ps.st) {
-		pol.Status = *ps.st
-		if err := r.Status().Update(ctx, &pol); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return ctrl.Result{RequeueAfter: requeueSoon}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("update OptimizePolicy %s status: %w", req.NamespacedName, err)
-		}
+	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &pol, &pol.Status, ps.st, evq); stop {
+		return res, err
 	}
-	evq.emit(r.Recorder, &pol)
 	for _, run := range added {
 		observeRun("OptimizePolicy", pol.Namespace, run)
 	}
@@ -229,7 +203,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if view.SpecError != "" {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("OptimizePolicy %s: %s", req.NamespacedName, view.SpecError))
 	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return wake.result(), nil
 }
 
 // runDue starts the run-now request, the due schedule slot, or the runs still waiting from an earlier slot.
@@ -378,7 +352,7 @@ func (r *OptimizePolicyReconciler) policyJobs(ctx context.Context, pol *deltav1.
 		return nil, fmt.Errorf("list Jobs of OptimizePolicy %s/%s: %w", pol.Namespace, pol.Name, err)
 	}
 	return slices.DeleteFunc(list.Items, func(j batchv1.Job) bool {
-		ref := ctrlOwner(&j)
+		ref := metav1.GetControllerOf(&j)
 		return ref == nil || ref.UID != pol.UID
 	}), nil
 }
@@ -423,7 +397,7 @@ func (r *OptimizePolicyReconciler) pruneHistory(ctx context.Context, pol *deltav
 			waiting = true
 			continue
 		}
-		if err := r.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		if err := client.IgnoreNotFound(r.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to delete a Job beyond the history limit", "job", j.Name)
 		}
 	}

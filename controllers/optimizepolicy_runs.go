@@ -71,7 +71,7 @@ func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, sl
 	}
 	args, ops, err := maintainArgs(pol, table)
 	if err != nil {
-		p.ps.skip(table.Name, ReasonInvalidSpec, err.Error(), slot.Time)
+		p.ps.skip(table.Name, deltav1.ReasonInvalidSpec, err.Error(), slot.Time)
 		p.evq.warning(EventInvalidSpec, actionCreateJob, nil, fmt.Sprintf("Table %s: %v", table.Name, err))
 		return outSkipped, nil
 	}
@@ -108,7 +108,7 @@ func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, sl
 		return outExists, nil
 	case apierrors.IsInvalid(err):
 		msg := fmt.Sprintf("the API server rejected the maintenance Job built from this spec (check jobTemplate): %v", err)
-		p.ps.skip(table.Name, ReasonInvalidSpec, msg, slot.Time)
+		p.ps.skip(table.Name, deltav1.ReasonInvalidSpec, msg, slot.Time)
 		p.evq.warning(EventInvalidSpec, actionCreateJob, nil, "Table "+table.Name+": "+msg)
 		return outSkipped, nil
 	default:
@@ -137,7 +137,7 @@ func (p *policyPass) applyConcurrency(ctx context.Context, table *deltav1.DeltaT
 	case deltav1.ConcurrencyForbid:
 		msg := fmt.Sprintf("slot %s skipped on table %s: Job %s still runs (concurrencyPolicy Forbid)",
 			slot.Time.UTC().Format(time.RFC3339), table.Name, own.Name)
-		p.ps.skip(table.Name, "ConcurrencyForbid", msg, slot.Time)
+		p.ps.skip(table.Name, deltav1.ReasonConcurrencyForbid, msg, slot.Time)
 		p.evq.warning(EventSkipped, actionSchedule, own, msg)
 		return outSkipped, true, nil
 	case deltav1.ConcurrencyReplace:
@@ -149,7 +149,7 @@ func (p *policyPass) applyConcurrency(ctx context.Context, table *deltav1.DeltaT
 				return 0, true, fmt.Errorf("delete Job %s for concurrencyPolicy Replace: %w", own.Name, err)
 			}
 			p.ps.record(deltav1.RunRecord{
-				JobName: own.Name, Table: table.Name, Result: deltav1.RunFailed, Reason: "Replaced",
+				JobName: own.Name, Table: table.Name, Result: deltav1.RunFailed, Reason: deltav1.ReasonReplaced,
 				Message:   "stopped by concurrencyPolicy Replace for slot " + slot.Time.UTC().Format(time.RFC3339),
 				StartTime: own.Status.StartTime, CompletionTime: &metav1.Time{Time: p.now},
 			})

@@ -137,7 +137,7 @@ func (ps *policyStatus) setReady(v policyView) {
 	case v.SpecError != "":
 		ready(metav1.ConditionFalse, v.SpecReason, v.SpecError)
 	case v.NoSteps:
-		ready(metav1.ConditionFalse, ReasonNoStepsEnabled, "compaction, clustering, vacuum and checkpoint are all disabled: the policy has nothing to run")
+		ready(metav1.ConditionFalse, deltav1.ReasonNoStepsEnabled, "compaction, clustering, vacuum and checkpoint are all disabled: the policy has nothing to run")
 	case len(v.Tables) == 0:
 		msg := "the targets select no DeltaTable in this namespace"
 		if len(v.Missing) > 0 {

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,9 +28,7 @@ import (
 // and starts its Job with BuildJob and startJob (under the target table's lock), and the status gains the
 // batch results through readRun, as the DeltaTable reconciler does for inspect Jobs.
 type StreamIngestReconciler struct {
-	client.Client
-	Clock    clock.PassiveClock
-	Recorder events.EventRecorder
+	reconcilerBase
 }
 
 // SetupWithManager watches StreamIngests and the DeltaTables they name (a target that appears or goes
@@ -75,21 +70,15 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	old := apimeta.FindStatusCondition(si.Status.Conditions, deltav1.ConditionReady)
+	var evq eventQueue
+	if old := apimeta.FindStatusCondition(si.Status.Conditions, deltav1.ConditionReady); old == nil || old.Reason != reason || old.Message != msg {
+		evq.warning(reason, actionValidate, nil, msg)
+	}
 	conds.set(deltav1.ConditionReady, metav1.ConditionFalse, reason, msg)
 	conds.set(deltav1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
 	st.ObservedGeneration = si.Generation
-	if !equality.Semantic.DeepEqual(&si.Status, st) {
-		si.Status = *st
-		if err := r.Status().Update(ctx, &si); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return ctrl.Result{RequeueAfter: requeueSoon}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("update StreamIngest %s status: %w", req.NamespacedName, err)
-		}
-	}
-	if old == nil || old.Reason != reason || old.Message != msg {
-		r.Recorder.Eventf(&si, nil, "Warning", reason, actionValidate, "%s", msg)
+	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &si, &si.Status, st, evq); stop {
+		return res, err
 	}
 	return ctrl.Result{}, nil
 }

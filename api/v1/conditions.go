@@ -21,7 +21,7 @@ const (
 	ConditionProgressing = "Progressing"
 )
 
-// Condition reasons. They are CamelCase, stable, and meant for alerting rules and automation; messages carry
+// Condition and RunRecord reasons, all of them: the reconcilers define none of their own. They are CamelCase, stable, and meant for alerting rules and automation; messages carry
 // the details for people.
 const (
 	// ReasonPending: no Job has reported yet.
@@ -55,12 +55,22 @@ const (
 	ReasonSuspended = "Suspended"
 	// ReasonInvalidSchedule: the schedule or time zone cannot be parsed.
 	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonInvalidSpec: the spec cannot work until someone changes it (a column list the worker's flags
+	// cannot carry, a Job the API server rejects, a bad label selector).
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNoStepsEnabled: an OptimizePolicy enables no maintenance step.
+	ReasonNoStepsEnabled = "NoStepsEnabled"
 	// ReasonNoTargets: the targets resolve to no DeltaTable.
 	ReasonNoTargets = "NoTargets"
 	// ReasonTargetNotFound: a named target table does not exist.
 	ReasonTargetNotFound = "TargetNotFound"
 	// ReasonMissedSchedule: a slot was missed by more than startingDeadlineSeconds and skipped.
 	ReasonMissedSchedule = "MissedSchedule"
+	// ReasonConcurrencyForbid (a skipped RunRecord): the policy's previous Job on the table still ran and
+	// concurrencyPolicy is Forbid.
+	ReasonConcurrencyForbid = "ConcurrencyForbid"
+	// ReasonReplaced (a failed RunRecord): the Job was stopped for a new slot by concurrencyPolicy Replace.
+	ReasonReplaced = "Replaced"
 
 	// ReasonIngestNotAvailable: this build's worker cannot run the requested ingest.
 	ReasonIngestNotAvailable = "IngestNotAvailable"

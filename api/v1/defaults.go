@@ -12,8 +12,9 @@ const (
 	// DefaultMaxDeletedRowsRatio is Delta's optimize.maxDeletedRowsRatio.
 	DefaultMaxDeletedRowsRatio = 0.05
 	// DefaultMinOffendingFiles and DefaultMinOverlapThreshold are the auto-recluster defaults (as in Fabric).
-	DefaultMinOffendingFiles   int32 = 4
-	DefaultMinOverlapThreshold       = 0.75
+	DefaultMinOffendingFiles int32 = 4
+	// DefaultMinOverlapThreshold: see DefaultMinOffendingFiles.
+	DefaultMinOverlapThreshold = 0.75
 	// DefaultVacuumRetention is Delta's delta.deletedFileRetentionDuration.
 	DefaultVacuumRetention = 7 * 24 * time.Hour
 	// DefaultInspectInterval is how often tables are re-inspected.

@@ -311,5 +311,5 @@ type DeltaTableList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DeltaTable{}, &DeltaTableList{})
+	register(&DeltaTable{}, &DeltaTableList{})
 }

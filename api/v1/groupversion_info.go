@@ -6,17 +6,30 @@
 package v1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the API group and version of every kind in this package.
 	GroupVersion = schema.GroupVersion{Group: "deltakeeper.io", Version: "v1"}
 
-	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme. It is apimachinery's, as in
+	// Kubernetes' own API packages: an API package should import little beyond k8s.io/apimachinery.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the kinds of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// kinds are this package's objects; each kind's file registers its own in init.
+var kinds []runtime.Object
+
+func register(objs ...runtime.Object) { kinds = append(kinds, objs...) }
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, kinds...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -388,5 +388,5 @@ type OptimizePolicyList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&OptimizePolicy{}, &OptimizePolicyList{})
+	register(&OptimizePolicy{}, &OptimizePolicyList{})
 }

@@ -347,5 +347,5 @@ type StreamIngestList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&StreamIngest{}, &StreamIngestList{})
+	register(&StreamIngest{}, &StreamIngestList{})
 }

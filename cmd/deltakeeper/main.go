@@ -16,9 +16,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	root := newRootCommand()
 	err := root.ExecuteContext(ctx)
+	stop() // before os.Exit, which runs no deferred calls
 	os.Exit(exitCode(err))
 }
 

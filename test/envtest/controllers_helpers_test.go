@@ -45,7 +45,7 @@ var setLoggerOnce sync.Once
 func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 	t.Helper()
 	setLoggerOnce.Do(func() {
-		var w io.Writer = io.Discard
+		w := io.Writer(io.Discard)
 		if os.Getenv("ENVTEST_LOG") != "" {
 			w = os.Stderr
 		}

@@ -262,7 +262,7 @@ func TestOptimizePolicy_ForbidSkipsAndStartingDeadlineSkipsLateSlots(t *testing.
 	got := waitPolicy(t, p, "skips the slot", func(p *deltav1.OptimizePolicy) (bool, string) {
 		return p.Status.LastScheduleTime != nil && p.Status.LastScheduleTime.Time.Equal(slot2) && len(p.Status.RecentRuns) == 1, fmt.Sprintf("%+v", p.Status)
 	})
-	if r := got.Status.RecentRuns[0]; r.Result != deltav1.RunSkipped || r.Reason != "ConcurrencyForbid" {
+	if r := got.Status.RecentRuns[0]; r.Result != deltav1.RunSkipped || r.Reason != deltav1.ReasonConcurrencyForbid {
 		t.Errorf("recentRuns[0] = %+v", r)
 	}
 	waitEvent(t, ns, "five", "Skipped", "concurrencyPolicy Forbid")
@@ -281,7 +281,7 @@ func TestOptimizePolicy_ForbidSkipsAndStartingDeadlineSkipsLateSlots(t *testing.
 
 	// The manager "was down" past the next slot's deadline: the slot is skipped and recorded.
 	slot3 := stepToNextSlot(t, clk, p, 2*time.Minute)
-	got = waitPolicy(t, p, "skips the late slot", func(p *deltav1.OptimizePolicy) (bool, string) {
+	waitPolicy(t, p, "skips the late slot", func(p *deltav1.OptimizePolicy) (bool, string) {
 		return p.Status.LastSkippedTime != nil && p.Status.LastSkippedTime.Time.Equal(slot3), fmt.Sprintf("%+v", p.Status)
 	})
 	if live := liveJobs(tableJobs(t, ns, "t", "maintain")); len(live) != 0 {

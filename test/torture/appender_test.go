@@ -102,7 +102,6 @@ func appendBatches(ctx context.Context, location string, appender, batches int, 
 type appenderProcess struct {
 	index int
 	cmd   *exec.Cmd
-	out   io.ReadCloser
 	// committed maps each committed batch to the version its append reported.
 	committed map[int]int64
 	retries   int

@@ -45,10 +45,6 @@ func (f *suiteFigures) add(fn func(*suiteFigures)) {
 	fn(f)
 }
 
-func (f *suiteFigures) note(format string, args ...any) {
-	f.add(func(f *suiteFigures) { f.notes = append(f.notes, fmt.Sprintf(format, args...)) })
-}
-
 func (f *suiteFigures) String() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -224,7 +224,7 @@ func (c *checker) step(ctx context.Context) (bool, error) {
 	if err != nil {
 		gone, gerr := c.vacuumedSince(v)
 		if gerr != nil {
-			return false, fmt.Errorf("%w (and %v)", err, gerr)
+			return false, fmt.Errorf("%w (and %w)", err, gerr)
 		}
 		if !gone {
 			return false, err

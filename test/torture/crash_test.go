@@ -219,9 +219,7 @@ func finalSweep(t *testing.T, f *fixture, r *runner) {
 		}
 	}
 	l := listLog(files)
-	for _, k := range l.temps {
-		temps = append(temps, k)
-	}
+	temps = append(temps, l.temps...)
 	var errs []error
 	if len(orphans) > 0 {
 		errs = append(errs, fmt.Errorf("%d files that no version references survive a zero-retention vacuum: %s", len(orphans), brief(orphans)))

@@ -72,7 +72,7 @@ func buildCLI(dir string) (string, error) {
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/deltakeeper")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the CLI: %v\n%s", err, out)
+		return "", fmt.Errorf("building the CLI: %w\n%s", err, out)
 	}
 	fmt.Printf("torture: built %s in %s\n", bin, time.Since(start).Round(time.Millisecond))
 	return bin, nil

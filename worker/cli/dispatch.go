@@ -34,7 +34,7 @@ func (f *clusterFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.autoRecluster, "auto-recluster", true, "also recluster groups of clustered files stacked over a common region")
 	fs.IntVar(&f.minOffendingFiles, "min-offending-files", 0, "smallest group of overlapping clustered files worth reclustering (default 4)")
 	fs.Float64Var(&f.minOverlapThreshold, "min-overlap-threshold", 0, "overlap score above which two clustered files overlap, in (0.25, 1] (default 0.75)")
-	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory for sorting rows along the curve; beyond it the sort spills to --tmp-dir (default: half of GOMEMLIMIT when set)")
+	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory for sorting rows along the curve (512m, 2g, 2Gi: powers of 1024); beyond it the sort spills to --tmp-dir (default: half of GOMEMLIMIT when set)")
 	fs.StringVar(&f.tmpDir, "tmp-dir", "", "directory for spill files (default: $TMPDIR; Jobs give it an emptyDir)")
 }
 

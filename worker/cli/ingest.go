@@ -77,7 +77,7 @@ the batch and name the file, row and column; --on-bad-file skip records them as 
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "where the stream's state lives (default: inside the table, named after the source)")
 	fs.BoolVar(&f.availableNow, "available-now", false, "drain everything present at start in bounded batches, then stop")
 	fs.IntVar(&f.maxFiles, "max-files-per-trigger", ingest.DefaultMaxFilesPerTrigger, "most files per batch")
-	fs.StringVar(&f.maxBytes, "max-bytes-per-trigger", "", "soft cap on a batch's bytes (10g, 512m, 10Gi); a batch always takes one file")
+	fs.StringVar(&f.maxBytes, "max-bytes-per-trigger", "", "soft cap on a batch's bytes: 10g, 512m, 512mb, 10Gi (units are powers of 1024, as in Spark); a batch always takes one file")
 	fs.IntVar(&f.maxBatches, "max-batches", 1, "most batches a run without --available-now commits")
 	fs.DurationVar(&f.timeBudget, "time-budget", 0, "stop starting batches after this long (with --max-batches)")
 	fs.StringVar(&f.schemaEvolution, "schema-evolution", string(format.FailOnNewColumns), "new source columns: failOnNewColumns, addNewColumns, rescue or none")
@@ -90,15 +90,6 @@ the batch and name the file, row and column; --on-bad-file skip records them as 
 	fs.StringVar(&f.autoCompact, "auto-compact", "", "true/false: override delta.autoOptimize.autoCompact")
 	fs.IntVar(&f.fullListingEvery, "full-listing-every", ingest.DefaultFullListingEvery, "list the whole prefix every N listings (the others start after the last key seen)")
 	return cmd
-}
-
-// parseQuantity accepts Spark sizes (10g, 512mb) and Kubernetes quantities (10Gi, 512Mi).
-func parseQuantity(flag, s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	if l := strings.ToLower(t); strings.HasSuffix(l, "i") && len(l) > 1 && strings.ContainsAny(l[len(l)-2:len(l)-1], "kmgtp") {
-		t = t[:len(t)-1]
-	}
-	return parseSize(flag, t)
 }
 
 func optionalBool(flag, s string) (*bool, error) {
@@ -135,7 +126,7 @@ func (f *ingestFlags) options(fs *pflag.FlagSet) (ingest.Options, error) {
 	if err != nil {
 		return ingest.Options{}, badArg("%v", err)
 	}
-	maxBytes, err := parseQuantity("--max-bytes-per-trigger", f.maxBytes)
+	maxBytes, err := parseSize("--max-bytes-per-trigger", f.maxBytes)
 	if err != nil {
 		return ingest.Options{}, err
 	}

@@ -12,8 +12,12 @@ import (
 func TestIngest_ReportsBatchesAsJSONAndNamesABadFile(t *testing.T) {
 	dir := t.TempDir()
 	src, tbl := filepath.Join(dir, "src"), filepath.Join(dir, "t")
-	os.MkdirAll(src, 0o755)
-	os.WriteFile(filepath.Join(src, "a.csv"), []byte("id,day\n1,2024-01-01\n2,2024-01-02\n"), 0o644)
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.csv"), []byte("id,day\n1,2024-01-01\n2,2024-01-02\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	args := []string{tbl, "--source", src, "--format", "csv", "--option", "header=true", "--partition-by", "day", "--available-now", "-o", "json"}
 	out, errOut, code := execute(t, newIngestCmd, args...)
 	if code != 0 {
@@ -31,7 +35,9 @@ func TestIngest_ReportsBatchesAsJSONAndNamesABadFile(t *testing.T) {
 	if _, _, code := execute(t, newIngestCmd, args...); code != 3 {
 		t.Fatalf("exit %d, want 3 (nothing to do)", code)
 	}
-	os.WriteFile(filepath.Join(src, "b.csv"), []byte("id,day\n3,not-a-date\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(src, "b.csv"), []byte("id,day\n3,not-a-date\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, _, code = execute(t, newIngestCmd, args...)
 	res = decodeResult(t, out)
 	if code != 2 || res.Reason != "BadFile" || res.Ingest.BadFile == nil || res.Ingest.BadFile.Row != 1 || res.Ingest.BadFile.Column != "day" ||

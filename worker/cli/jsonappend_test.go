@@ -27,7 +27,9 @@ func TestAppendJSON_MatchesTheDocumentedEncoding(t *testing.T) {
 		if err := json.Unmarshal(got, &a); err != nil {
 			t.Fatalf("row %d: invalid JSON %s: %v", i, got, err)
 		}
-		json.Unmarshal(want, &b)
+		if err := json.Unmarshal(want, &b); err != nil {
+			t.Fatalf("row %d: the expected JSON %s is invalid: %v", i, want, err)
+		}
 		ja, _ := json.Marshal(a)
 		jb, _ := json.Marshal(b)
 		if string(ja) != string(jb) {

@@ -144,10 +144,8 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 	}
 	if f.checkpoint && e.ctx.Err() == nil {
 		ops, err := checkpointSteps(e.ctx, tbl, f.logCleanup, e.text)
-		for i := range ops {
-			// checkpointSteps already classified its error into the op; count it once.
-			res.Ops = append(res.Ops, ops[i])
-		}
+		// checkpointSteps already classified its error into the op; count it once.
+		res.Ops = append(res.Ops, ops...)
 		if err != nil {
 			errs = append(errs, err)
 		}

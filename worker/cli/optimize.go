@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/deltakeeper/deltakeeper/worker/bytesize"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
 	"github.com/deltakeeper/deltakeeper/worker/optimize"
@@ -70,8 +71,8 @@ type optimizeFlags struct {
 }
 
 func (f *optimizeFlags) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.targetSize, "target-file-size", "", "size of the files written and of the bins (bytes, or 128mb, 1g…; default: delta.targetFileSize, else 1 GiB)")
-	fs.StringVar(&f.minSize, "min-file-size", "", "files smaller than this are compacted (default: the target file size)")
+	fs.StringVar(&f.targetSize, "target-file-size", "", "size of the files written and of the bins: bytes, or 128m, 128mb, 128Mi, 128MiB, 1.5g (units are powers of 1024, as in Spark; default: delta.targetFileSize, else 1 GiB)")
+	fs.StringVar(&f.minSize, "min-file-size", "", "files smaller than this are compacted, same units as --target-file-size (default: the target file size)")
 	fs.Float64Var(&f.ratio, "max-deleted-rows-ratio", optimize.DefaultMaxDeletedRowsRatio, "also rewrite files whose deletion vectors hide more than this share of their rows")
 	fs.StringVar(&f.where, "where", "", "compact only the partitions matching this predicate on partition columns, e.g. \"day >= '2024-06-01'\"")
 	fs.StringVar(&f.zorderBy, "zorder-by", "", "Z-order the selected partitions by these columns (a,b; unclustered tables only)")
@@ -106,13 +107,18 @@ func (f *optimizeFlags) options(dryRun bool) (optimize.Options, []string, error)
 	return o, splitList(f.zorderBy), nil
 }
 
+// parseSize reads a size flag: bytes or a number with a binary unit, as the tool prints sizes and as Spark
+// and Kubernetes write them (256m, 256mb, 256Mi, 256MiB, "64.0 MiB", 1.5g); "" is 0 (the default).
 func parseSize(flag, s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	n, err := delta.ParseByteSize(s)
-	if err != nil || n <= 0 {
-		return 0, badArg("%s %q: give a positive size in bytes, or with a unit (64mb, 1g)", flag, s)
+	n, err := bytesize.Parse(s)
+	if err != nil {
+		return 0, badArg("%s: %v", flag, err)
+	}
+	if n <= 0 {
+		return 0, badArg("%s %q: give a positive size; %s", flag, s, bytesize.Hint)
 	}
 	return n, nil
 }

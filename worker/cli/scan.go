@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -115,7 +114,7 @@ func scanTable(e *env, cmd *cobra.Command, location string, f *scanFlags) (*resu
 		}
 		return nil, tableError(result.Refuse(result.ReasonBadArgument, err))
 	}
-	var w io.Writer = cmd.OutOrStdout()
+	w := cmd.OutOrStdout()
 	var file *os.File
 	if f.outFile != "" && f.outFile != "-" {
 		if file, err = os.Create(f.outFile); err != nil {

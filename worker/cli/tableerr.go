@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/deltakeeper/deltakeeper/worker/bytesize"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -67,19 +68,8 @@ func splitList(s string) []string {
 	return out
 }
 
-// humanBytes renders a size in binary units.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// humanBytes renders a size in binary units ("64.0 MiB"), which the size flags read back.
+func humanBytes(n int64) string { return bytesize.Format(n) }
 
 // schemaTree writes a schema as an indented tree.
 func schemaTree(b *strings.Builder, st *types.StructType, indent string) {

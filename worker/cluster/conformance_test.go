@@ -31,12 +31,14 @@ func copyConformanceTable(t *testing.T, name string) (*delta.Table, string) {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatalf("copy conformance table %s (set DELTA_CONFORMANCE_DIR): %v", src, err)
 	}
-	filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
-		if err == nil {
-			os.Chmod(p, map[bool]os.FileMode{true: 0o755, false: 0o644}[d.IsDir()])
+	if err := filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		return os.Chmod(p, map[bool]os.FileMode{true: 0o755, false: 0o644}[d.IsDir()])
+	}); err != nil {
+		t.Fatal(err)
+	}
 	store, err := storage.Open(context.Background(), dst, storage.Config{})
 	if err != nil {
 		t.Fatal(err)

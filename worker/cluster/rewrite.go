@@ -254,7 +254,9 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 			return nil
 		})
 	}
-	g.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -84,7 +84,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 		rw, err := rewriteFiles(ctx, snap, keys, files, files[0].PartitionValues, nil, true, opts, target, progress)
 		if err != nil {
 			if cerr := all.abort(ctx); cerr != nil {
-				err = fmt.Errorf("%w (and: %v)", err, cerr)
+				err = fmt.Errorf("%w (and: %w)", err, cerr)
 			}
 			return finish(err)
 		}

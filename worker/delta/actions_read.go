@@ -164,7 +164,7 @@ func (d *lineDecoder) decodeLine(b []byte, line int) (*Action, error) {
 }
 
 func (d *lineDecoder) corrupt(line int, err error) error {
-	return fmt.Errorf("%s line %d: invalid action: %v: %w", d.key, line, err, ErrCorruptTable)
+	return fmt.Errorf("%s line %d: invalid action: %w: %w", d.key, line, err, ErrCorruptTable)
 }
 
 // streamLine decodes a line too long for the buffer with the streaming scanner.

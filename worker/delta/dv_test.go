@@ -77,18 +77,18 @@ func TestDecodeRoaringBitmapArray_PortableAndNativeAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Native: count, then size-prefixed 32-bit bitmaps for keys 0..3 (key = index).
-	var native bytes.Buffer
-	binary.Write(&native, binary.LittleEndian, uint32(roaringNativeMagic))
-	binary.Write(&native, binary.LittleEndian, int32(4))
+	var native bytes.Buffer // writes to a bytes.Buffer cannot fail
+	_ = binary.Write(&native, binary.LittleEndian, uint32(roaringNativeMagic))
+	_ = binary.Write(&native, binary.LittleEndian, int32(4))
 	for key := uint32(0); key < 4; key++ {
 		sub := roaring.New()
 		for _, v := range values {
-			if uint32(v>>32) == key {
+			if v>>32 == uint64(key) {
 				sub.Add(uint32(v))
 			}
 		}
 		b, _ := sub.ToBytes()
-		binary.Write(&native, binary.LittleEndian, uint32(len(b)))
+		_ = binary.Write(&native, binary.LittleEndian, uint32(len(b)))
 		native.Write(b)
 	}
 	for name, data := range map[string][]byte{"portable": portable, "native": native.Bytes()} {
@@ -169,7 +169,9 @@ func TestLoadDeletionVector_ReadsStoredRecordsAndChecksIntegrity(t *testing.T) {
 	}
 	corrupt := bytes.Clone(file)
 	corrupt[offsets[0]+6] ^= 0xFF
-	store.Put(ctx, "ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin", corrupt)
+	if err := store.Put(ctx, "ab/deletion_vector_d2c639aa-8816-431a-aaf6-d3fe2512ff61.bin", corrupt); err != nil {
+		t.Fatal(err)
+	}
 	d := &DeletionVectorDescriptor{StorageType: "u", PathOrInlineDv: id, Offset: &offsets[0], SizeInBytes: sizes[0], Cardinality: 3}
 	if _, err := LoadDeletionVector(ctx, store, d); err == nil || !strings.Contains(err.Error(), "CRC") {
 		t.Fatalf("corrupt bitmap: err = %v, want CRC mismatch", err)

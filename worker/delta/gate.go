@@ -118,8 +118,9 @@ func whenNewRows(cond func(gateInput) bool, reason, hint string) featureRule {
 
 var dataWrites = []Operation{OpRewrite, OpAppend, OpMerge}
 
-// featureRules is THE decision table (maintenance notes §6). A feature missing here is unknown,
-// and unknown features are refused for every operation that needs them.
+// featureRules is THE decision table (the features of PROTOCOL.md §Table Features, with the writer rules
+// of Spark's TableFeature.scala). A feature missing here is unknown, and unknown features are refused for
+// every operation that needs them.
 var featureRules = map[string]featureRule{
 	FeatureAppendOnly: func(in gateInput) (string, string) {
 		if in.op == OpMerge && in.props.flag(PropAppendOnly) {

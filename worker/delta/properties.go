@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deltakeeper/deltakeeper/worker/bytesize"
 )
 
 // Table property keys deltakeeper reads (PROTOCOL.md §Table Properties, Spark DeltaConfig.scala).
@@ -269,26 +271,11 @@ var intervalUnits = map[string]time.Duration{
 	"second": time.Second, "millisecond": time.Millisecond, "microsecond": time.Microsecond,
 }
 
-// ParseByteSize parses sizes as Spark's byteStringAsBytes does: a number with an optional binary
-// unit (b, k/kb, m/mb, g/gb, t/tb, p/pb); a bare number is bytes.
+// ParseByteSize parses a size-valued table property as Spark's byteStringAsBytes does: a whole number with
+// an optional binary unit (b, k/kb, m/mb, g/gb, t/tb, p/pb); a bare number is bytes. The grammar is
+// bytesize.ParseSpark's, stricter than the command line's, because other engines read the same property.
 func ParseByteSize(s string) (int64, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	n, err := strconv.ParseInt(s[:i], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("not a byte size")
-	}
-	shift, ok := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "m": 20, "mb": 20, "g": 30, "gb": 30, "t": 40, "tb": 40, "p": 50, "pb": 50}[strings.TrimSpace(s[i:])]
-	if !ok {
-		return 0, fmt.Errorf("unknown size unit %q", s[i:])
-	}
-	if n > (1<<63-1)>>shift {
-		return 0, fmt.Errorf("size overflows")
-	}
-	return n << shift, nil
+	return bytesize.ParseSpark(s)
 }
 
 // parseColumnList splits "a, b.c, `x.y`.z" into paths.

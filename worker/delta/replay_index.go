@@ -82,7 +82,7 @@ func (x *fileIndex) find(h uint64, eq func(pos int) bool) (slot, pos int, ok boo
 		if s == 0 {
 			return int(i), 0, false
 		}
-		if uint32(s>>32) == tag && eq(int(uint32(s))-1) {
+		if s>>32 == uint64(tag) && eq(int(uint32(s))-1) {
 			return int(i), int(uint32(s)) - 1, true
 		}
 	}

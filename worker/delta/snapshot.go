@@ -31,7 +31,6 @@ type Snapshot struct {
 	timestamp  time.Time
 	ict        *int64
 	segment    *logSegment
-	numRecords int64
 	totalBytes int64
 	// writeViolation is a validation failure that blocks every operation but OpRead
 	// (validate_state.go).

@@ -147,7 +147,7 @@ func checkFilePaths(table string, v Version, files []*AddFile, tombstones []*Rem
 			}
 			return nil
 		}
-		return fmt.Errorf("table %s at version %d: %s file: %v: %w", table, v, kind, err, ErrCorruptTable)
+		return fmt.Errorf("table %s at version %d: %s file: %w: %w", table, v, kind, err, ErrCorruptTable)
 	}
 	for _, f := range files {
 		if err := check("live", f.Path); err != nil {

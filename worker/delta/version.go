@@ -33,9 +33,6 @@ const (
 // CommitKey is the storage key of the commit file for v.
 func CommitKey(v Version) string { return fmt.Sprintf("%s%020d.json", LogDir, int64(v)) }
 
-// ChecksumKey is the storage key of the version checksum (.crc) file for v.
-func ChecksumKey(v Version) string { return fmt.Sprintf("%s%020d.crc", LogDir, int64(v)) }
-
 // ClassicCheckpointKey is the storage key of the single-file classic checkpoint for v.
 func ClassicCheckpointKey(v Version) string {
 	return fmt.Sprintf("%s%020d%s", LogDir, int64(v), checkpointFileTail)

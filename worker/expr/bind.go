@@ -59,7 +59,7 @@ func (e *Expr) Bind(schema *types.StructType) (*Predicate, error) {
 			t.typ = t.field.Type
 			st, _ = t.typ.(*types.StructType)
 		}
-		if len(c.values) > 0 && !comparable(t.typ) {
+		if len(c.values) > 0 && !isComparable(t.typ) {
 			return nil, &SyntaxError{Src: e.src, Pos: c.colPos, Msg: fmt.Sprintf("column %s is %s, which only supports IS [NOT] NULL", strings.Join(c.Column, "."), t.typ)}
 		}
 		for _, l := range c.values {
@@ -105,7 +105,7 @@ func primitiveName(t types.DataType) string {
 	return ""
 }
 
-func comparable(t types.DataType) bool {
+func isComparable(t types.DataType) bool {
 	switch primitiveName(t) {
 	case "", types.TypeBinary, types.TypeVariant:
 		return false

@@ -58,12 +58,16 @@ func TestRun_TenThousandSmallFilesWithDefaultsTakeTenBatches(t *testing.T) {
 	for i := range 10_000 {
 		p := filepath.Join(fx.src, fmt.Sprintf("d%02d/f%05d.json", i%10, i))
 		if i < 10 {
-			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.WriteFile(p, fmt.Appendf(nil, `{"id":%d}`+"\n", i), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		os.Chtimes(p, mtime.Add(time.Duration(i)*time.Millisecond), mtime.Add(time.Duration(i)*time.Millisecond))
+		if err := os.Chtimes(p, mtime.Add(time.Duration(i)*time.Millisecond), mtime.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	o := fx.options(format.JSON, nil, "")
 	o.AvailableNow = true

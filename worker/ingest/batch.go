@@ -332,7 +332,7 @@ func (r *runner) readFile(ctx context.Context, f source.File, schema *types.Stru
 	}
 	for {
 		c, err := next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return rows, rd.Rescued(), nil
 		}
 		if err != nil {

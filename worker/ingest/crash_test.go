@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -45,7 +46,7 @@ func childMain() int {
 			defer mu.Unlock()
 			if p == point {
 				if n--; n <= 0 {
-					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // does not return
 					time.Sleep(time.Second)
 				}
 			}
@@ -111,7 +112,9 @@ func (c *crashRig) addFiles(rng *rand.Rand, n int) {
 			name = fmt.Sprintf("z/%x.json", rng.Uint64())
 		}
 		p := filepath.Join(c.src, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			c.t.Fatal(err)
+		}
 		if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 			c.t.Fatal(err)
 		}
@@ -174,7 +177,7 @@ func TestCrash_SIGKILLAtNamedPointsAndRandomMomentsIngestsEveryRowExactlyOnce(t 
 				"INGEST_OPTIMIZED="+strconv.Itoa(i%4/2))
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				if ee, ok := err.(*exec.ExitError); ok && ee.Sys().(syscall.WaitStatus).Signaled() {
+				if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
 					killed++
 				} else {
 					t.Fatalf("run %d: %v\n%s", i, err, out)
@@ -187,9 +190,9 @@ func TestCrash_SIGKILLAtNamedPointsAndRandomMomentsIngestsEveryRowExactlyOnce(t 
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(5_000+rng.IntN(40_000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Process.Signal(syscall.SIGKILL) // it may have finished first; Wait tells
 		if err := cmd.Wait(); err != nil {
-			if ee, ok := err.(*exec.ExitError); !ok || !ee.Sys().(syscall.WaitStatus).Signaled() {
+			if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
 				t.Fatalf("run %d: %v", i, err)
 			}
 			killed++

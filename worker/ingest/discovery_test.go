@@ -196,14 +196,19 @@ func TestState_CompactionBoundsMemoryAndReadsBack(t *testing.T) {
 	}
 	// Old plans are gone (only the last compactEvery batches' remain), a snapshot holds the rest.
 	var plans int
-	for range store.List(ctx, "offsets/", "") {
+	for _, err := range store.List(ctx, "offsets/", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
 		plans++
 	}
 	if plans > 6 {
 		t.Fatalf("%d plans kept after compaction", plans)
 	}
 	// A state file from a newer deltakeeper is refused, not misread.
-	store.Put(ctx, "metadata", []byte(`{"v":99,"id":"x","source":"s","format":"json"}`))
+	if err := store.Put(ctx, "metadata", []byte(`{"v":99,"id":"x","source":"s","format":"json"}`)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := state.Open(ctx, store, state.Metadata{Source: "s", Format: "json"}, nil); err == nil || !strings.Contains(err.Error(), "upgrade deltakeeper") {
 		t.Fatalf("err = %v, want a newer format version refused", err)
 	}

@@ -105,7 +105,7 @@ func optimizeConformanceCopy(t *testing.T, root, role, refusal string) (string, 
 		return "REFUSED (invalid table) " + firstLine(err), unchanged("the failed optimize")
 	case refusal != "":
 		if !refused(err) || !strings.Contains(err.Error(), refusal) {
-			return "", fmt.Errorf("want a refusal mentioning %q, got %v", refusal, err)
+			return "", fmt.Errorf("want a refusal mentioning %q, got %w", refusal, err)
 		}
 		if err := unchanged("the refused optimize"); err != nil {
 			return "", err

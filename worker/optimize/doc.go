@@ -1,6 +1,7 @@
 // Package optimize compacts a Delta table's small files by bin-packing, the way Spark's OPTIMIZE does
-// (OptimizeExecutor, maintenance notes §2.3), and offers the same engine as auto compaction for the
-// ingest path (§2.4).
+// (OptimizeExecutor in delta-io/delta's spark/src/main/scala/org/apache/spark/sql/delta/commands/
+// OptimizeTableCommand.scala), and offers the same engine as auto compaction for the ingest path (Spark's
+// hooks/AutoCompact.scala; worker/ingest calls AutoCompact after each batch's commit).
 //
 // A run plans, rewrites and commits:
 //

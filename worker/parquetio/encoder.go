@@ -313,7 +313,7 @@ func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
 		job := &pageJob{body: dict, header: format.PageHeader{
 			Type:                 format.DictionaryPage,
 			UncompressedPageSize: int32(len(dict)),
-			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: int32(n), Encoding: format.PlainDictionary}),
+			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{NumValues: int32(n), Encoding: format.PlainDictionary}), //nolint:staticcheck // PLAIN_DICTIONARY is deprecated for Parquet 2 pages only; v1 files use it (parquet-mr writes it for v1 pages, and older readers know no other)
 		}}
 		if err := e.compressInline(job); err != nil {
 			return nil, err
@@ -321,7 +321,7 @@ func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
 		c.dictPage = job.page
 		c.uncompressed += int64(len(job.page) - job.compressed + len(dict))
 		c.compressed += int64(len(job.page))
-		c.noteEncoding(format.DictionaryPage, format.PlainDictionary)
+		c.noteEncoding(format.DictionaryPage, format.PlainDictionary) //nolint:staticcheck // PLAIN_DICTIONARY is deprecated for Parquet 2 pages only; v1 files use it
 	}
 	seen := map[format.Encoding]bool{}
 	for _, s := range c.encStats {

@@ -53,7 +53,8 @@ func (j *pageJob) compress(comp pageCompressor, scratch *[]byte, hw *headerWrite
 	}
 	page := make([]byte, 0, hw.buf.Len()+len(payload))
 	page = append(page, hw.buf.Bytes()...)
-	j.page = append(page, payload...)
+	page = append(page, payload...)
+	j.page = page
 }
 
 // wait blocks until the job is done.

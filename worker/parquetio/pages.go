@@ -283,7 +283,7 @@ func (c *chunkReader) values(enc format.Encoding, body []byte, p *rawPage) error
 		p.nv = countEqual(p.defs, byte(c.leaf.maxDef))
 	}
 	p.dict = nil
-	if enc == format.PlainDictionary || enc == format.RLEDictionary {
+	if enc == format.PlainDictionary || enc == format.RLEDictionary { //nolint:staticcheck // PLAIN_DICTIONARY is deprecated for Parquet 2 pages only; v1 files use it, and files written by parquet-mr v1 have it
 		if c.dict == nil {
 			return c.errorf("dictionary-encoded page without a dictionary page")
 		}

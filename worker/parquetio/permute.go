@@ -319,12 +319,12 @@ func (p *permuter) encode(ctx context.Context) (*RewriteResult, error) {
 		for j, leaf := range p.out.leaves {
 			e[j] = newColumnEncoder(leaf, p.cfg)
 		}
-		return e
+		return &e // a pointer: putting a slice into a Pool allocates
 	}}
 	for k := range p.groups {
 		g.Go(func() error {
-			e := encs.Get().([]*columnEncoder)
-			wr, err := p.writeOutput(gctx, k, e)
+			e := encs.Get().(*[]*columnEncoder)
+			wr, err := p.writeOutput(gctx, k, *e)
 			if err != nil {
 				return err // the encoders may hold a partial chunk: drop them
 			}

@@ -47,8 +47,7 @@ type inputPlan struct {
 // matcher pairs the output schema's leaves with a file's stored leaves.
 type matcher struct {
 	matchIDs bool
-	out      *pqNode   // output schema tree (built from the output elements)
-	leaves   []*pqNode // output leaves by index
+	out      *pqNode // output schema tree (built from the output elements)
 	plan     *inputPlan
 }
 

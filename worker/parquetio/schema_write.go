@@ -3,6 +3,7 @@ package parquetio
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
@@ -161,7 +162,7 @@ func (b *schemaBuilder) node(name string, t types.DataType, optional bool, field
 		b.out.elements[elemIdx].ConvertedType = thrift.New(deprecated.Map)
 		b.out.elements[elemIdx].LogicalType = format.LogicalType{Value: &format.MapType{}}
 		b.out.elements = append(b.out.elements, format.SchemaElement{Name: "key_value", RepetitionType: thrift.New(format.Repeated), NumChildren: thrift.New(int32(2))})
-		kvPath := append(path, "key_value")
+		kvPath := append(slices.Clip(path), "key_value") // a copy: path's spare capacity is a sibling's
 		key, err := b.node("key", t.KeyType, false, 0, kvPath, def+1, rep+1)
 		if err != nil {
 			return nil, err

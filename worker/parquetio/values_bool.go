@@ -9,7 +9,6 @@ import (
 type boolEncoder struct {
 	vals         []bool
 	seenF, seenT bool
-	packed       []byte
 }
 
 func (e *boolEncoder) add(b *columnBatch, from, to int) {

@@ -198,7 +198,7 @@ func (e *bytesEncoder) flush(dst []byte) ([]byte, format.Encoding, pageBounds) {
 		dst = appendDictIndexes(dst, e.idx, len(e.dictOff), &e.scratch)
 		e.idx = e.idx[:0]
 		e.dictPages++
-		return dst, format.PlainDictionary, pb
+		return dst, format.PlainDictionary, pb //nolint:staticcheck // PLAIN_DICTIONARY is deprecated for Parquet 2 pages only; v1 files use it
 	}
 	pb := e.takeBounds()
 	dst = append(dst, e.plain...)

@@ -95,7 +95,7 @@ func newFixedEncoder[T fixed, K uint32 | uint64](cfg dictConfig, order orderKind
 
 func key[T fixed, K uint32 | uint64](v T) K { return *(*K)(unsafe.Pointer(&v)) }
 
-func isNaN[T fixed](v T) bool { return v != v }
+func isNaN[T fixed](v T) bool { return v != v } //nolint:gocritic // v != v is the NaN test; math.IsNaN takes only float64
 
 func (e *fixedEncoder[T, K]) resetChunk() {
 	e.dictOn = e.cfg.enabled && !e.abandoned
@@ -263,7 +263,7 @@ func (e *fixedEncoder[T, K]) flush(dst []byte) ([]byte, format.Encoding, pageBou
 		dst = appendDictIndexes(dst, e.idx, len(e.dictVals), &e.scratch)
 		e.idx = e.idx[:0]
 		e.dictPages++
-		return dst, format.PlainDictionary, pb
+		return dst, format.PlainDictionary, pb //nolint:staticcheck // PLAIN_DICTIONARY is deprecated for Parquet 2 pages only; v1 files use it
 	}
 	dst, pb = e.appendBounds(dst, pb)
 	dst = append(dst, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(e.plain))), len(e.plain)*e.size)...)

@@ -299,7 +299,7 @@ func testRangedReads(t *testing.T, b backend) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := make([]byte, tc.n)
 			n, err := r.ReadAt(p, tc.off)
-			if n != tc.wantN || (err == io.EOF) != tc.wantEOF || (err != nil && err != io.EOF) {
+			if n != tc.wantN || (errors.Is(err, io.EOF)) != tc.wantEOF || (err != nil && !errors.Is(err, io.EOF)) {
 				t.Fatalf("ReadAt(%d bytes at %d) = %d, %v; want %d, EOF=%t", tc.n, tc.off, n, err, tc.wantN, tc.wantEOF)
 			}
 			if n > 0 && !bytes.Equal(p[:n], data[tc.off:tc.off+int64(n)]) {

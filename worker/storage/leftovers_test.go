@@ -59,14 +59,14 @@ func killWriterMidWrite(t *testing.T, b backend, st storage.Store, key string) {
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || line != "ready\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Process.Kill() // the helper misbehaved, which is the failure reported
+		_ = cmd.Wait()
 		t.Fatalf("writer process did not get ready: %q %v", line, err)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	_ = cmd.Wait() // killed: its error is the signal
 }
 
 func leftovers(t *testing.T, st storage.Store, prefix string) []storage.Leftover {

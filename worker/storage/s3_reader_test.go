@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -62,7 +63,7 @@ func TestS3Open_ReadAheadCutsRequestsForSmallSequentialReads(t *testing.T) {
 			buf := make([]byte, 4096)
 			for off := int64(0); off < size; off += int64(len(buf)) {
 				n, err := r.ReadAt(buf, off)
-				if err != nil && err != io.EOF {
+				if err != nil && !errors.Is(err, io.EOF) {
 					t.Fatal(err)
 				}
 				scanned.Write(buf[:n])

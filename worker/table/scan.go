@@ -99,13 +99,13 @@ func NewScan(snap *delta.Snapshot, opts ScanOptions) (*Scan, error) {
 		s.project = append(s.project, slices.Index(need, i))
 	}
 	if opts.Where != nil {
-		p, err := opts.Where.Bind(schema)
-		if err != nil {
-			return nil, err
-		}
 		// Bind once against the table (for error messages naming every column), then against the
 		// read schema the rows will have.
-		if p, err = opts.Where.Bind(readSchema); err != nil {
+		if _, err := opts.Where.Bind(schema); err != nil {
+			return nil, err
+		}
+		p, err := opts.Where.Bind(readSchema)
+		if err != nil {
 			return nil, err
 		}
 		s.pred = p
@@ -202,7 +202,7 @@ func (s *Scan) Each(ctx context.Context, fn func(f *delta.AddFile, rows []types.
 				}
 				var read int64
 				rows, deleted, err := s.readFile(ctx, loc, f, &read, func(b []types.Struct) error { return send(scanItem{rows: b}) })
-				send(scanItem{done: true, fileRows: rows, fileDeled: deleted, fileBytes: read, err: err})
+				_ = send(scanItem{done: true, fileRows: rows, fileDeled: deleted, fileBytes: read, err: err}) // fails only once the scan stopped
 			}()
 			select {
 			case order <- ch:

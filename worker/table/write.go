@@ -240,7 +240,7 @@ func (w *Writer) Abort(ctx context.Context) error {
 	}
 	errs = append(errs, deleteKeys(ctx, w.l.snap.Table().Store(), w.written))
 	w.written, w.done = nil, nil
-	w.fail(errors.New("writer aborted"))
+	_ = w.fail(errors.New("writer aborted")) // records the state; Abort returns the cleanup's errors
 	return errors.Join(errs...)
 }
 

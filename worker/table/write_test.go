@@ -126,13 +126,18 @@ func TestWriter_NamesPartitionDirectoriesLikeSpark(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dirs []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), "pday=") {
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), "pday=") {
 			rel, _ := filepath.Rel(dir, p)
 			dirs = append(dirs, rel)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"part=a%3Db%2Fc/pday=2023-05-23", "part=sp ace/pday=__HIVE_DEFAULT_PARTITION__",
 		"part=pct%2525/pday=2023-05-25", "part=colon%3Ax/pday=2023-05-24", "part=ünï/pday=__HIVE_DEFAULT_PARTITION__",
 		"part=__HIVE_DEFAULT_PARTITION__/pday=__HIVE_DEFAULT_PARTITION__"} {
@@ -228,12 +233,17 @@ func TestWriter_AbortDeletesEveryFileItWrote(t *testing.T) {
 	if err := w.Abort(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".parquet") {
 			t.Errorf("aborted write left %s", p)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Write(tabletest.AllTypesRows(1)); err == nil {
 		t.Error("Write after Abort succeeded")
 	}
@@ -250,7 +260,9 @@ func TestWriter_RefusesNullInANotNullColumn(t *testing.T) {
 	if err := w.Write([]types.Struct{row}); err == nil || !strings.Contains(err.Error(), "id is NOT NULL") {
 		t.Errorf("err = %v", err)
 	}
-	w.Abort(context.Background())
+	if err := w.Abort(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // appendBatches commits each batch as its own file.
@@ -385,7 +397,7 @@ func TestRewriteOutputs_TurnARewriteIntoAddFilesOfTheBin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer r.Close()
+		t.Cleanup(func() { _ = r.Close() })
 		inputs = append(inputs, parquetio.RewriteInput{File: r})
 	}
 	res, err := parquetio.Rewrite(t.Context(), inputs, outs.Create, outs.Options())
@@ -490,10 +502,15 @@ func TestAppend_DeletesItsFilesWhenTheCommitDoesNotLand(t *testing.T) {
 	if _, err := table.Append(t.Context(), broken, tabletest.AllTypesRows(30), table.WriteOptions{}); err == nil {
 		t.Fatal("append succeeded although every commit write fails")
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".parquet") {
 			t.Errorf("failed append left %s", p)
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,5 +1,6 @@
 // Package vacuum deletes data files a Delta table no longer references, once they are older than the
-// retention period (Spark's VacuumCommand, maintenance notes §2.8; delta-rs vacuum.rs §3.2).
+// retention period, as delta-io/delta's spark/src/main/scala/org/apache/spark/sql/delta/commands/VacuumCommand.scala
+// and delta-rs's crates/core/src/operations/vacuum.rs do.
 //
 // Two modes find the candidates:
 //

@@ -85,7 +85,7 @@ func Leave(t *testing.T, location string, cfg storage.S3Config, key string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
+	defer func() { _ = cmd.Wait() }() // reaps the writer; it is expected to die of SIGKILL
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if sc.Text() == "killedwriter: ready" {
@@ -95,6 +95,6 @@ func Leave(t *testing.T, location string, cfg storage.S3Config, key string) {
 			return
 		}
 	}
-	cmd.Process.Kill()
+	_ = cmd.Process.Kill() // it already exited, which is the failure reported
 	t.Fatalf("the writer process of %s/%s exited before it had written (see its output above)", location, key)
 }

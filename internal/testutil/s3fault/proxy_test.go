@@ -161,7 +161,8 @@ func TestProxy_ClassifiesRequestsAsS3RoutesThem(t *testing.T) {
 	_ = st.PutIfAbsent(ctx, "_delta_log/00000000000000000001.json", []byte("c"))
 	_, _ = st.Stat(ctx, "a b")
 	_, _ = st.Get(ctx, "_delta_log/00000000000000000001.json")
-	for range st.List(ctx, "_delta_log/", "") {
+	for _, err := range st.List(ctx, "_delta_log/", "") {
+		_ = err // like the calls above: the proxy's log of them is what is tested
 	}
 	_ = st.Delete(ctx, "_delta_log/00000000000000000001.json")
 	want := []string{

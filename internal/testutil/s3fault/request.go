@@ -138,15 +138,3 @@ func All(ms ...Matcher) Matcher {
 		return true
 	}
 }
-
-// Any matches requests at least one matcher matches.
-func Any(ms ...Matcher) Matcher {
-	return func(r Request) bool {
-		for _, m := range ms {
-			if m == nil || m(r) {
-				return true
-			}
-		}
-		return false
-	}
-}

@@ -36,8 +36,8 @@ func main() {
 		region:          os.Getenv("AWS_REGION"),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	body, err := s3Get(ctx, *endpoint, *bucket, *key, creds, os.Stdout)
+	cancel() // before os.Exit, which runs no deferred calls
 	if err != nil {
 		fmt.Println("probe: FAIL:", err)
 		os.Exit(1)

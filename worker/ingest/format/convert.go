@@ -2,6 +2,7 @@ package format
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -162,7 +163,7 @@ func (o *Options) parseText(s string, t *types.PrimitiveType) (types.Value, erro
 		bits := map[string]int{types.TypeByte: 8, types.TypeShort: 16, types.TypeInteger: 32, types.TypeLong: 64}[t.Name]
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, bits)
 		if err != nil {
-			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			if ne := (*strconv.NumError)(nil); errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
 				return nil, badValue(s, t, "out of range")
 			}
 			return nil, badValue(s, t, "not an integer")

@@ -37,10 +37,10 @@ func (t *csvTokenizer) readLine() ([]byte, error) {
 			break
 		}
 		t.raw = append(t.raw, part...)
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if err == io.EOF && len(t.raw) > 0 {
+		if errors.Is(err, io.EOF) && len(t.raw) > 0 {
 			break
 		}
 		if err != nil {
@@ -87,7 +87,7 @@ func (t *csvTokenizer) next() (int64, error) {
 					t.buf = append(t.buf, '\n')
 					var err error
 					if l, err = t.readLine(); err != nil {
-						if err == io.EOF {
+						if errors.Is(err, io.EOF) {
 							return start, fmt.Errorf("a quoted field opened on line %d is never closed", start)
 						}
 						return start, err
@@ -171,8 +171,7 @@ type csvReader struct {
 func newCSVReader(body io.Reader, closer func() error, p *projector) (Reader, error) {
 	r := &csvReader{p: p, tok: newTokenizer(body, p.o), close: closer}
 	if err := r.start(); err != nil {
-		closer()
-		return nil, err
+		return nil, errors.Join(err, closer())
 	}
 	return r, nil
 }
@@ -194,7 +193,7 @@ func (r *csvReader) readErr(err error, line int64) error {
 // start reads the header (or the first record, to count columns) and maps columns to the table.
 func (r *csvReader) start() error {
 	line, err := r.tok.next()
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return &Error{File: r.p.uri, Err: errors.New("the file has no records: remove it, or set onBadFile to skip")}
 	}
 	if err != nil {
@@ -262,7 +261,7 @@ func (r *csvReader) Next() ([]types.Struct, error) {
 		} else {
 			var err error
 			line, err = r.tok.next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {

@@ -145,7 +145,12 @@ func ParseOptions(format string, kv map[string]string, evolution Evolution) (Opt
 	if o.Delimiter == o.Quote || o.Delimiter == '\n' || o.Delimiter == '\r' {
 		return o, fmt.Errorf("csv delimiter %q must differ from the quote character and from line ends", o.Delimiter)
 	}
-	return o, o.compileLayouts()
+	// Compile first: in `return o, o.compileLayouts()` the order in which o and the call are evaluated is
+	// unspecified, so the layouts might not be in the o returned.
+	if err := o.compileLayouts(); err != nil {
+		return o, err
+	}
+	return o, nil
 }
 
 // Error is a bad input: which file, and where there is one, which row and column.

@@ -143,7 +143,7 @@ func sampleFile(ctx context.Context, store storage.Store, f source.File, uri str
 		}
 		src.UseNumber()
 		v, err := orderedValue(src)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -36,8 +36,7 @@ func newJSONReader(body io.Reader, closer func() error, p *projector) (Reader, e
 	r := &jsonReader{p: p, br: bufio.NewReaderSize(body, readBuffer(body)), close: closer}
 	if p.o.MultiLine {
 		if err := r.readWhole(); err != nil {
-			closer()
-			return nil, err
+			return nil, errors.Join(err, closer())
 		}
 	}
 	return r, nil
@@ -58,7 +57,7 @@ func (r *jsonReader) readWhole() error {
 	}
 	v, err := jsonlite.Parse(string(data))
 	if err != nil {
-		return &Error{File: r.p.uri, Err: fmt.Errorf("invalid JSON (multiLine JSON holds one object or one array of objects): %v", err)}
+		return &Error{File: r.p.uri, Err: fmt.Errorf("invalid JSON (multiLine JSON holds one object or one array of objects): %w", err)}
 	}
 	switch v.Kind() {
 	case jsonlite.Object:
@@ -78,7 +77,7 @@ func (r *jsonReader) readWhole() error {
 
 // syntax names the row and line of a line that does not parse.
 func (r *jsonReader) syntax(err error, rc *row) error {
-	return &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("invalid JSON: %v", err)}
+	return &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("invalid JSON: %w", err)}
 }
 
 func (r *jsonReader) wrapRead(err error) error {
@@ -104,10 +103,10 @@ func (r *jsonReader) nextLine() ([]byte, error) {
 				break
 			}
 			r.buf = append(r.buf, part...)
-			if err == bufio.ErrBufferFull {
+			if errors.Is(err, bufio.ErrBufferFull) {
 				continue
 			}
-			if err == io.EOF && len(r.buf) > 0 {
+			if errors.Is(err, io.EOF) && len(r.buf) > 0 {
 				break
 			}
 			if err != nil {
@@ -140,7 +139,7 @@ func (r *jsonReader) Next() ([]types.Struct, error) {
 			v = r.multi[r.rows]
 		} else {
 			line, err := r.nextLine()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {

@@ -141,7 +141,7 @@ func (r *parquetReader) Close() error {
 
 func (r *parquetReader) Next() ([]types.Struct, error) {
 	b, err := r.rows.Next()
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		if r.n == 0 {
 			return nil, &Error{File: r.p.uri, Err: errors.New("the file has no rows: remove it, or set onBadFile to skip")}
 		}

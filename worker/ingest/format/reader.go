@@ -68,8 +68,7 @@ func Open(ctx context.Context, store storage.Store, file source.File, uri string
 		}
 		return &csvColumnReader{csvReader: rd.(*csvReader), c: newColumnar(p)}, nil
 	}
-	closer()
-	return nil, fmt.Errorf("format %q: use parquet, json or csv", o.Format)
+	return nil, errors.Join(fmt.Errorf("format %q: use parquet, json or csv", o.Format), closer())
 }
 
 // decompress wraps a gzip or zstd body by the file's extension.
@@ -116,7 +115,7 @@ type textBody struct {
 
 func (t *textBody) Read(p []byte) (int, error) {
 	n, err := t.Reader.Read(p)
-	if err != nil && err != io.EOF && t.codec != "" {
+	if err != nil && !errors.Is(err, io.EOF) && t.codec != "" {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = fmt.Errorf("the %s stream is truncated: %w", t.codec, err)
 		} else {

@@ -43,16 +43,6 @@ const (
 	Zstd
 )
 
-func (c Compression) String() string {
-	switch c {
-	case Gzip:
-		return "gzip"
-	case Zstd:
-		return "zstd"
-	}
-	return "none"
-}
-
 // CompressionOf recognises ".gz" and ".zst" (also ".gzip", ".zstd"), case-insensitively.
 func CompressionOf(key string) Compression {
 	k := strings.ToLower(key)

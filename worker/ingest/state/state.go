@@ -213,7 +213,7 @@ func (st *Stream) metadata(ctx context.Context, want Metadata, baseline func() (
 // decodeJSON parses a state file and refuses versions newer than this build's.
 func decodeJSON(where string, data []byte, v any, version func() int) error {
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("stream state %s: %v: %w", where, err, ErrCorruptState)
+		return fmt.Errorf("stream state %s: %w: %w", where, err, ErrCorruptState)
 	}
 	if n := version(); n < 1 || n > FormatVersion {
 		return fmt.Errorf("stream state %s has format version %d; this deltakeeper reads versions 1 to %d: upgrade deltakeeper", where, n, FormatVersion)
