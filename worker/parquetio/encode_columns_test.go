@@ -136,7 +136,9 @@ func TestWriteColumns_RefusesNullsInRequiredColumnsAndNestedSchemas(t *testing.T
 	schema := flatTestSchema()
 	b := NewFlatBatch(schema, 1)
 	for i, f := range schema.Fields {
-		b.Cols[i].AppendValue(f.Type, nil)
+		if err := b.Cols[i].AppendValue(f.Type, nil); err != nil {
+			t.Fatalf("append a null to %s: %v", f.Name, err)
+		}
 	}
 	b.Rows = 1
 	var buf memWriter

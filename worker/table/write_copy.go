@@ -82,7 +82,7 @@ func DeleteWritten(ctx context.Context, snap *delta.Snapshot, keys []string) err
 
 func errorsJoin(err, cleanup error) error {
 	if cleanup != nil {
-		return fmt.Errorf("%w (and deleting the files written failed: %v)", err, cleanup)
+		return fmt.Errorf("%w (and deleting the files written failed: %w)", err, cleanup)
 	}
 	return err
 }

@@ -38,7 +38,7 @@ func (r *csvColumnReader) NextColumns() (*parquetio.FlatBatch, error) {
 		} else {
 			var err error
 			line, err = r.tok.next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {

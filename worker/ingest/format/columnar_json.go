@@ -46,7 +46,7 @@ func (r *jsonColumnReader) NextColumns() (*parquetio.FlatBatch, error) {
 	r.c.begin()
 	for r.c.b.Rows < ChunkRows {
 		line, err := r.nextLine()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

@@ -57,7 +57,7 @@ func readBoth(t *testing.T, format, text string, schema *types.StructType, kv ma
 	for {
 		chunk, err := rd.Next()
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				rowErr = err
 			}
 			break
@@ -77,7 +77,7 @@ func readBoth(t *testing.T, format, text string, schema *types.StructType, kv ma
 	for {
 		b, err := cr.NextColumns()
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				colErr = err
 			}
 			break
