@@ -18,6 +18,15 @@ func ObjectKey(tableLocation, logPath string) (string, error) {
 	if isAbsoluteURI(logPath) {
 		return absoluteToKey(tableLocation, logPath)
 	}
+	if strings.HasPrefix(logPath, "/") {
+		// A rooted path is absolute on the table's file system, as Hadoop's Path reads it
+		// (Spark resolves "/x/y.parquet" to s3://bucket/x/y.parquet, not to a file under the table).
+		t, err := url.Parse(strings.TrimSuffix(tableLocation, "/"))
+		if err != nil {
+			return "", fmt.Errorf("table location %q is not a valid URI: %w", tableLocation, err)
+		}
+		return absoluteToKey(tableLocation, t.Scheme+"://"+t.Host+logPath)
+	}
 	decoded, err := url.PathUnescape(logPath)
 	if err != nil {
 		return "", fmt.Errorf("file path %q is not a valid URI path: %w", logPath, err)
