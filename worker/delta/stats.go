@@ -129,7 +129,10 @@ func NumRecords(statsJSON string) (int64, bool) {
 		return 0, false
 	}
 	if n, ok := leadingNumRecords(statsJSON); ok {
-		return n, n >= 0
+		if n < 0 {
+			return 0, false
+		}
+		return n, true
 	}
 	var top struct {
 		NumRecords *int64 `json:"numRecords"`
