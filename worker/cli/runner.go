@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,9 +30,27 @@ const (
 	Job
 )
 
-// Constructors returns the constructors of every table command.
+// Constructors returns the constructors of every table command. Each command's help ends with the
+// exit codes (worker/result's one taxonomy), as its mode uses them.
 func Constructors() []func(Mode) *cobra.Command {
-	return commands
+	out := make([]func(Mode) *cobra.Command, len(commands))
+	for i, c := range commands {
+		out[i] = func(m Mode) *cobra.Command {
+			cmd := c(m)
+			cmd.Long = strings.TrimRight(cmd.Long, "\n") + "\n\n" + ExitCodesHelp(m)
+			return cmd
+		}
+	}
+	return out
+}
+
+// ExitCodesHelp is the exit-code section of the help of a command run in mode m.
+func ExitCodesHelp(m Mode) string {
+	text := result.ExitCodesHelp()
+	if m == Job {
+		text += "  Under `deltakeeper worker` (this command) nothing to do exits 0.\n"
+	}
+	return text
 }
 
 // commands is filled by each command's file, so adding a command touches only its own file.
