@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/table"

@@ -29,7 +29,7 @@ type ReasonDoc struct {
 }
 
 // Reasons lists every reason a result can carry, with the outcome (and so the exit code) it
-// always comes with. 
+// always comes with.
 var Reasons = []ReasonDoc{
 	{ReasonCorruptTable, Refused, "the log, a checkpoint, a data file or a deletion vector violates the protocol or does not decode (truncated or garbage JSON, broken Parquet magic or footer, a gap in the log, a file the log references is missing); the message names the file and, where there is one, the field. Corruption does not heal on retry, and no command deletes or rewrites such a table"},
 	{ReasonUnsupportedFeature, Refused, "the table uses a reader or writer feature (or protocol version) deltakeeper does not implement, or files outside the table root (a shallow clone) that it will not rewrite or delete"},
