@@ -311,16 +311,3 @@ func replaceOnce(c *corpusCase, s, old, new string) string {
 	}
 	return strings.Replace(s, old, new, 1)
 }
-
-// TestCommands_HelpEndsWithTheExitCodes: the taxonomy is reachable from every command's --help,
-// generated from worker/result so that it cannot drift from the codes the commands exit with.
-func TestCommands_HelpEndsWithTheExitCodes(t *testing.T) {
-	for _, mode := range []Mode{Interactive, Job} {
-		for _, newCmd := range Constructors() {
-			cmd := newCmd(mode)
-			if !strings.HasSuffix(cmd.Long, ExitCodesHelp(mode)) || !strings.Contains(cmd.Long, result.ReasonCorruptTable) {
-				t.Errorf("%s (mode %d): help does not end with the exit codes:\n%s", cmd.Name(), mode, cmd.Long)
-			}
-		}
-	}
-}

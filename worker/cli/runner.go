@@ -38,10 +38,30 @@ func Constructors() []func(Mode) *cobra.Command {
 		out[i] = func(m Mode) *cobra.Command {
 			cmd := c(m)
 			cmd.Long = strings.TrimRight(cmd.Long, "\n") + "\n\n" + ExitCodesHelp(m)
+			refuseBadUsage(cmd)
 			return cmd
 		}
 	}
 	return out
+}
+
+// refuseBadUsage makes an unknown flag, a flag value that does not parse or a wrong number of
+// arguments a refusal (exit 2, like every other bad argument) instead of cobra's plain error,
+// which the binary would report as exit 1, "may pass on retry".
+func refuseBadUsage(cmd *cobra.Command) {
+	usage := func(c *cobra.Command, err error) error {
+		fmt.Fprintf(c.ErrOrStderr(), "%s refused: %v (see --help)\n", c.Name(), err)
+		return exitError{code: result.ExitRefused, err: err}
+	}
+	cmd.SetFlagErrorFunc(usage)
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return usage(c, err)
+			}
+			return nil
+		}
+	}
 }
 
 // ExitCodesHelp is the exit-code section of the help of a command run in mode m.
