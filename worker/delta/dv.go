@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"path"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -70,7 +72,12 @@ func (d *DeletionVectorDescriptor) StorageKey(tableLocation string) (string, err
 		if prefix == "" {
 			return name, nil
 		}
-		return prefix + "/" + name, nil
+		// The prefix names a directory under the table root: one or more plain path segments.
+		key := prefix + "/" + name
+		if strings.HasPrefix(prefix, "/") || path.Clean(key) != key {
+			return "", fmt.Errorf("deletion vector %q: prefix %q is not a relative directory under the table", s, prefix)
+		}
+		return key, nil
 	case DVStoragePath:
 		key, err := ObjectKey(tableLocation, d.PathOrInlineDv)
 		if err != nil {
