@@ -21,10 +21,21 @@ while read -r pkg target; do
   [[ -z $target ]] && continue
   [[ $target =~ $filter ]] || continue
   echo "fuzz.sh: ./$pkg $target for $fuzztime"
+  corpus="$pkg/testdata/fuzz/$target"
+  before=$(ls "$corpus" 2>/dev/null | wc -l)
+  log=$(mktemp)
   # -run '^$' skips the package's other tests; the seeds of the target still run first.
-  if ! go test "./$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime"; then
-    echo "fuzz.sh: $target FAILED; the failing input is under $pkg/testdata/fuzz/$target/" >&2
+  if go test "./$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" 2>&1 | tee "$log"; [[ ${PIPESTATUS[0]} -eq 0 ]]; then
+    :
+  elif [[ $(ls "$corpus" 2>/dev/null | wc -l) -eq $before ]] && grep -q '^    context deadline exceeded$' "$log" &&
+    ! grep -q -- '--- FAIL: .*/' "$log"; then
+    # Go's fuzz coordinator can report its own -fuzztime deadline as a failure when the machine is
+    # loaded (golang/go#75804, fixed in Go 1.27): no input was written, nothing to reproduce.
+    echo "fuzz.sh: $target stopped with Go's fuzztime deadline race (golang/go#75804), no failing input: not a finding" >&2
+  else
+    echo "fuzz.sh: $target FAILED; the failing input is under $corpus/" >&2
     status=1
   fi
+  rm -f "$log"
 done <<<"$targets"
 exit "$status"
