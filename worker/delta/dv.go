@@ -10,6 +10,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -74,7 +75,8 @@ func (d *DeletionVectorDescriptor) StorageKey(tableLocation string) (string, err
 		}
 		// The prefix names a directory under the table root: one or more plain path segments.
 		key := prefix + "/" + name
-		if strings.HasPrefix(prefix, "/") || path.Clean(key) != key {
+		if strings.HasPrefix(prefix, "/") || path.Clean(key) != key || !utf8.ValidString(prefix) ||
+			strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 			return "", fmt.Errorf("deletion vector %q: prefix %q is not a relative directory under the table", s, prefix)
 		}
 		return key, nil
