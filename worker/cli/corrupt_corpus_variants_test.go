@@ -354,6 +354,7 @@ var corpusVariants = []corpusVariant{
 		return c.appendCommit(line, line), path
 	}},
 	{name: "an add with an empty path", mutate: addWithPath("")},
+	{name: "a path with a NUL byte", mutate: addWithPath("a%00b.parquet")},
 	{name: "partition values on an unpartitioned table", mutate: editLastAdd(func(c *corpusCase, l string) string {
 		return replaceOnce(c, l, `"partitionValues":{}`, `"partitionValues":{"region":"eu-west"}`)
 	}), want: wantOK, because: "a value for a column that is not a partition column is never read: readers take partition values for partitionColumns only"},

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 // ObjectKey turns a path from the log (add/remove/cdc path, sidecar path, 'p' DV path) into a
@@ -35,6 +37,9 @@ func ObjectKey(tableLocation, logPath string) (string, error) {
 }
 
 func cleanKey(decoded, original string) (string, error) {
+	if strings.IndexByte(decoded, 0) >= 0 {
+		return "", fmt.Errorf("file path %q holds a NUL byte, which no file name can: %w", original, storage.ErrInvalidKey)
+	}
 	key := strings.TrimPrefix(decoded, "/")
 	if key == "" || key == "." || strings.HasPrefix(path.Clean(key), "../") || path.Clean(key) == ".." {
 		return "", fmt.Errorf("file path %q escapes the table root", original)

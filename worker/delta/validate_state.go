@@ -124,7 +124,8 @@ func checkFilePath(table, p string) error {
 		}
 		return nil
 	}
-	if p != "" && !strings.Contains(p, "..") && !strings.Contains(p, "%2e") && !strings.Contains(p, "%2E") {
+	if p != "" && !strings.Contains(p, "..") && !strings.Contains(p, "%2e") && !strings.Contains(p, "%2E") &&
+		!strings.Contains(p, "%00") && strings.IndexByte(p, 0) < 0 {
 		return nil
 	}
 	_, err := ObjectKey(table, p)

@@ -54,8 +54,10 @@ func Of(err error) error {
 
 // IsCorrupt reports whether err means the table violates the protocol or does not decode: a
 // commit, checkpoint, data file or deletion vector that is broken, a gap in the log, or a file
-// the log references that is gone (the table is broken, or was vacuumed too early).
+// the log references that is gone (the table is broken, or was vacuumed too early), or a key no
+// object can have (which only a broken log names).
 func IsCorrupt(err error) bool {
 	return errors.Is(err, delta.ErrCorruptTable) || errors.Is(err, parquetio.ErrCorruptFile) ||
-		errors.Is(err, delta.ErrIncompleteLog) || errors.Is(err, delta.ErrLogGap) || errors.Is(err, storage.ErrNotFound)
+		errors.Is(err, delta.ErrIncompleteLog) || errors.Is(err, delta.ErrLogGap) || errors.Is(err, storage.ErrNotFound) ||
+		errors.Is(err, storage.ErrInvalidKey)
 }
