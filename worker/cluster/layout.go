@@ -5,26 +5,23 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
-// layout is what a clustering rewrite reads and writes: the data-file schema (physical names, no
-// partition columns, plus the materialized row-tracking columns when row ids must be preserved), the
-// clustering key columns inside it, and the writer settings of the table.
+// layout is what a clustering rewrite reads: the data-file schema the table's output path writes
+// (table.RewriteOutputs: physical names, no partition columns, plus the materialized row-tracking
+// columns when row ids must be preserved) and the clustering key columns inside it.
 type layout struct {
 	snap     *delta.Snapshot
 	schema   *types.StructType
 	matchIDs bool
-	writer   parquetio.WriterOptions
-	target   int64
 
 	// keySchema projects the top-level fields holding the key columns; keyPath[c] indexes column c's
 	// value inside a row read with keySchema.
@@ -34,29 +31,18 @@ type layout struct {
 	// Row tracking: rtID/rtVersion are the materialized columns' positions in schema (-1 when row ids
 	// need not be preserved).
 	rtID, rtVersion int
-	rtColumns       *parquetio.RowTrackingColumns // their names, for parquetio (nil when not preserved)
 	leafColumns     int
 }
 
-// newLayout resolves the key columns (physical paths) against the table's data-file schema.
-func newLayout(snap *delta.Snapshot, keys [][]string, target int64) (*layout, error) {
+// newLayout resolves the key columns (physical paths) against the schema of the outputs.
+func newLayout(snap *delta.Snapshot, out *table.RewriteOutputs, keys [][]string) (*layout, error) {
 	loc := snap.Table().Location()
-	l := &layout{snap: snap, rtID: -1, rtVersion: -1, target: target}
-	// The file schema compaction writes too: the materialized row-tracking columns are appended when
-	// row ids must be preserved.
-	schema, rt, err := snap.RewriteFileSchema()
-	if err != nil {
-		return nil, err
+	opts := out.Options()
+	l := &layout{snap: snap, schema: opts.Schema, matchIDs: opts.MatchFieldIDs, rtID: -1, rtVersion: -1}
+	if rt := opts.RowTracking; rt != nil {
+		l.rtID = slices.IndexFunc(l.schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowID })
+		l.rtVersion = slices.IndexFunc(l.schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowCommitVersion })
 	}
-	l.schema = schema
-	if rt != nil {
-		l.rtColumns = rt
-		l.rtID = slices.IndexFunc(schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowID })
-		l.rtVersion = slices.IndexFunc(schema.Fields, func(f *types.StructField) bool { return f.Name == rt.RowCommitVersion })
-	}
-	l.matchIDs = snap.ColumnMappingMode() == delta.ColumnMappingID
-	l.writer = parquetio.WriterOptions{Codec: snap.Properties().CompressionCodec(), WriteFieldIDs: l.matchIDs}
-	l.writer.RowGroupBytes = min(max(target/4, 64<<10), parquetio.DefaultRowGroupBytes)
 	l.keySchema = &types.StructType{}
 	for _, path := range keys {
 		top := -1
@@ -192,75 +178,4 @@ func (in *input) open(ctx context.Context, store storage.Store) (*parquetio.File
 		return nil, nil, fmt.Errorf("data file %s: %w", in.add.Path, err)
 	}
 	return pf, r, nil
-}
-
-// outputs creates the new data files of a rewrite and deletes them again when the commit does not
-// happen.
-type outputs struct {
-	l    *layout
-	pv   delta.PartitionValues
-	dir  string
-	now  func() time.Time
-	cube *zcube
-
-	mu   sync.Mutex
-	keys []string
-}
-
-func newOutputs(l *layout, pv delta.PartitionValues, cube *zcube) (*outputs, error) {
-	dir, err := l.snap.PartitionDir(pv)
-	if err != nil {
-		return nil, err
-	}
-	if dir != "" && !strings.HasSuffix(dir, "/") {
-		dir += "/"
-	}
-	return &outputs{l: l, pv: pv, dir: dir, now: time.Now, cube: cube}, nil
-}
-
-// create starts output file seq.
-func (o *outputs) create(ctx context.Context, seq int) (string, storage.Writer, error) {
-	key := o.dir + delta.DataFileName(seq, o.l.writer.Codec)
-	w, err := o.l.snap.Table().Store().Create(ctx, key)
-	if err != nil {
-		return "", nil, fmt.Errorf("create %s: %w", key, err)
-	}
-	o.mu.Lock()
-	o.keys = append(o.keys, key)
-	o.mu.Unlock()
-	return key, w, nil
-}
-
-// addFile describes a finished output for the commit.
-func (o *outputs) addFile(key string, res *parquetio.WriteResult) (*delta.AddFile, error) {
-	stats, err := o.l.snap.BuildStats(res.NumRows, res.Columns)
-	if err != nil {
-		return nil, fmt.Errorf("statistics of %s: %w", key, err)
-	}
-	a := &delta.AddFile{
-		Path: delta.EncodePath(key), PartitionValues: slices.Clone(o.pv), Size: res.Bytes,
-		ModificationTime: o.now().UnixMilli(), DataChange: false, Stats: stats,
-	}
-	if o.cube != nil {
-		o.cube.tag(a)
-	}
-	return a, nil
-}
-
-// abort deletes every output created: only when the commit definitely did not land.
-func (o *outputs) abort(ctx context.Context) error {
-	o.mu.Lock()
-	keys := o.keys
-	o.keys = nil
-	o.mu.Unlock()
-	var errs []error
-	for _, k := range keys {
-		if err := o.l.snap.Table().Store().Delete(ctx, k); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("delete %d uncommitted output files: %w", len(errs), errs[0])
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
 // Optimize clusters a table with liquid clustering, incrementally by default (selectFiles): the
@@ -71,61 +72,95 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 	}
 	say(progress, "%s", plan)
 	cube := newZCube(names, CurveHilbert, target)
-	adds, removes, preserved, err := rewriteFiles(ctx, snap, keys, sel.files, nil, &cube, false, opts, target, progress)
+	rw, err := rewriteFiles(ctx, snap, keys, sel.files, nil, &cube, false, opts, target, progress)
 	if err != nil {
 		return finish(err)
 	}
 	params := map[string]string{"predicate": "[]", "zOrderBy": "[]", "clusterBy": cube.orderBy, "auto": "false", "isFull": fmt.Sprint(opts.Full)}
-	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, removes, adds, preserved, plan))
+	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, rw, plan))
+}
+
+// rewritten is what one or more rewrite jobs produced for one commit: the files to add and remove,
+// whether row ids were preserved, and the outputs, to delete when the commit definitely did not land.
+type rewritten struct {
+	adds, removes []*delta.AddFile
+	preserved     bool
+	outs          []*table.RewriteOutputs
+}
+
+func (r *rewritten) merge(o *rewritten) {
+	r.adds, r.removes = append(r.adds, o.adds...), append(r.removes, o.removes...)
+	r.preserved = o.preserved // the same table, the same answer
+	r.outs = append(r.outs, o.outs...)
+}
+
+// abort deletes every output (table.RewriteOutputs.Abort), also when ctx is already cancelled.
+func (r *rewritten) abort(ctx context.Context) error {
+	var errs []error
+	for _, o := range r.outs {
+		errs = append(errs, o.Abort(context.WithoutCancel(ctx)))
+	}
+	return errors.Join(errs...)
 }
 
 // rewriteFiles runs one rewrite job and returns its outputs, deleting them on failure, and the files
 // to remove: the inputs, with the row count of their footers where their adds carry none (so that the
 // commit's row check covers them, and a rewrite of only empty files can commit).
 func rewriteFiles(ctx context.Context, snap *delta.Snapshot, keys [][]string, files []*delta.AddFile, pv delta.PartitionValues,
-	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) (adds, removes []*delta.AddFile, preserved bool, err error) {
-	l, err := newLayout(snap, keys, target)
-	if err != nil {
-		if errors.Is(err, delta.ErrUnsupportedTable) {
-			return nil, nil, false, result.Refuse(result.ReasonUnsupportedFeature, err)
-		}
-		return nil, nil, false, result.Refuse(result.ReasonCorruptTable, err)
+	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) (*rewritten, error) {
+	wo := table.WriteOptions{TargetFileSize: target, DataChange: false}
+	if cube != nil {
+		wo.ClusteringProvider, wo.Tags = Provider, cube.tags()
 	}
+	out, err := table.NewRewriteOutputs(ctx, snap, pv, wo)
+	if err == nil {
+		var l *layout
+		if l, err = newLayout(snap, out, keys); err == nil {
+			return runRewrite(ctx, l, out, files, zorder, opts, progress)
+		}
+	}
+	if errors.Is(err, delta.ErrUnsupportedTable) {
+		return nil, result.Refuse(result.ReasonUnsupportedFeature, err)
+	}
+	return nil, result.Refuse(result.ReasonCorruptTable, err)
+}
+
+// runRewrite reads the inputs, sorts and writes them through out, and deletes every output when the
+// rewrite fails.
+func runRewrite(ctx context.Context, l *layout, out *table.RewriteOutputs, files []*delta.AddFile, zorder bool, opts Options,
+	progress func(string)) (*rewritten, error) {
 	ins, err := openInputs(ctx, l, files)
 	if err != nil {
-		return nil, nil, false, classifyIO(err)
-	}
-	out, err := newOutputs(l, pv, cube)
-	if err != nil {
-		return nil, nil, false, result.Refuse(result.ReasonCorruptTable, err)
+		return nil, classifyIO(err)
 	}
 	defer withMemoryLimit(opts.MemoryLimit)()
 	j := &rewriteJob{l: l, ins: ins, out: out, zorder: zorder, opts: opts, progress: progress}
 	st, err := j.run(ctx)
 	if err != nil {
-		return nil, nil, false, errors.Join(classifyIO(err), out.abort(context.WithoutCancel(ctx)))
+		return nil, errors.Join(classifyIO(err), out.Abort(context.WithoutCancel(ctx)))
 	}
+	rw := &rewritten{adds: st.adds, preserved: l.rtID >= 0, outs: []*table.RewriteOutputs{out}}
 	for _, in := range ins {
 		f := in.add
 		if _, ok := delta.NumRecords(f.Stats); !ok {
 			f = f.WithNumRecords(in.rows)
 		}
-		removes = append(removes, f)
+		rw.removes = append(rw.removes, f)
 	}
-	return st.adds, removes, l.rtID >= 0, nil
+	return rw, nil
 }
 
 // commitAndReport commits a finished rewrite and fills the Op; outputs are deleted when the commit
 // definitely did not land.
 func commitAndReport(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, op *result.Op, operation string,
-	params map[string]string, inputs, adds []*delta.AddFile, preserved bool, plan string) error {
-	c := &rewriteCommit{operation: operation, params: params, inputs: inputs, adds: adds, preserved: preserved}
+	params map[string]string, rw *rewritten, plan string) error {
+	inputs, adds := rw.removes, rw.adds
+	c := &rewriteCommit{operation: operation, params: params, inputs: inputs, adds: adds, preserved: rw.preserved}
 	v, err := c.commit(ctx, tbl, snap)
 	if err != nil {
 		var unknown *outcomeUnknown
 		if !errors.As(err, &unknown) {
-			err = errors.Join(err, deleteAdds(context.WithoutCancel(ctx), tbl, adds))
-			return err
+			return errors.Join(err, rw.abort(ctx))
 		}
 		return result.Fail(result.ReasonUnreachable, fmt.Errorf("%w; the new files were kept because the commit may have landed", err))
 	}
@@ -143,21 +178,6 @@ func commitAndReport(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot
 		op.BytesAdded += f.Size
 	}
 	op.Message = plan
-	return nil
-}
-
-func deleteAdds(ctx context.Context, tbl *delta.Table, adds []*delta.AddFile) error {
-	var errs []error
-	for _, a := range adds {
-		key, err := delta.ObjectKey(tbl.Location(), a.Path)
-		if err == nil {
-			err = tbl.Store().Delete(ctx, key)
-		}
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("delete uncommitted output files: %w", err)
-	}
 	return nil
 }
 

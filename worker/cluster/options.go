@@ -3,6 +3,9 @@ package cluster
 import (
 	"fmt"
 	"os"
+
+	"github.com/deltakeeper/deltakeeper/worker/layoutstats"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
 // Options tune Optimize (liquid clustering) and ZOrder. The clustering switches mirror Microsoft
@@ -42,9 +45,8 @@ const (
 	// MaxDeletedRowsRatio: a file whose deletion vector hides more than this share of its rows is
 	// rewritten to purge them (Delta's spark.databricks.delta.optimize.maxDeletedRowsRatio).
 	MaxDeletedRowsRatio = 0.05
-	// Provider is the clusteringProvider of liquid clustering: Spark and Databricks treat files that
-	// carry it as their own, and we treat theirs as ours.
-	Provider = "liquid"
+	// Provider is the clusteringProvider of liquid clustering (table.LiquidProvider).
+	Provider = table.LiquidProvider
 )
 
 // DefaultOptions are incremental clustering with auto-recluster, Fabric's defaults.
@@ -78,6 +80,6 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-func (o Options) overlap() OverlapOptions {
-	return OverlapOptions{MinOverlapThreshold: o.MinOverlapThreshold, MinOffendingFiles: o.MinOffendingFiles, SizeAware: true}
+func (o Options) overlap() layoutstats.OverlapOptions {
+	return layoutstats.OverlapOptions{MinOverlapThreshold: o.MinOverlapThreshold, MinOffendingFiles: o.MinOffendingFiles, SizeAware: true}
 }

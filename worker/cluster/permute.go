@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -24,12 +23,13 @@ func (j *rewriteJob) columnarFits() bool {
 	return need <= 0.6*float64(j.opts.MemoryLimit)
 }
 
-// permuteOptions are the options of parquetio.Permute and PermuteSubset: the rewrite's schema and
-// writer, and the materialized row-tracking columns when row ids must be preserved (the inputs then
-// carry their files' bases, see permuteInput).
+// permuteOptions are the options of parquetio.Permute and PermuteSubset: the output path's schema
+// and writer (table.RewriteOutputs), and the materialized row-tracking columns when row ids must be
+// preserved (the inputs then carry their files' bases, see permuteInput).
 func (j *rewriteJob) permuteOptions() parquetio.RewriteOptions {
-	return parquetio.RewriteOptions{Schema: j.l.schema, MatchFieldIDs: j.l.matchIDs, Writer: j.l.writer,
-		Parallelism: j.parallelism(), RowTracking: j.l.rtColumns}
+	o := j.out.Options()
+	o.Parallelism = j.parallelism()
+	return o
 }
 
 // permuteInput is the parquetio input of one data file read through r.
@@ -56,27 +56,12 @@ func (j *rewriteJob) permute(ctx context.Context, order []uint32, starts []int) 
 		}
 		inputs[i] = permuteInput(r, in)
 	}
-	var mu sync.Mutex
-	keys := make([]string, len(starts))
-	create := func(i int) (storage.Writer, error) {
-		key, w, err := j.out.create(ctx, i)
-		mu.Lock()
-		keys[i] = key
-		mu.Unlock()
-		return w, err
-	}
-	res, err := parquetio.Permute(ctx, inputs, order, starts, create, j.permuteOptions())
+	res, err := parquetio.Permute(ctx, inputs, order, starts, j.out.Create, j.permuteOptions())
 	if err != nil {
 		if errors.Is(err, parquetio.ErrPermuteUnsupported) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("cluster %d files: %w", len(j.ins), err)
 	}
-	adds := make([]*delta.AddFile, len(res.Files))
-	for k, wr := range res.Files {
-		if adds[k], err = j.out.addFile(keys[k], wr); err != nil {
-			return nil, err
-		}
-	}
-	return adds, nil
+	return j.out.AddFiles(res)
 }

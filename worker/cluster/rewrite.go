@@ -16,6 +16,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
@@ -42,7 +43,7 @@ const writeBatch = 1024
 type rewriteJob struct {
 	l        *layout
 	ins      []*input
-	out      *outputs
+	out      *table.RewriteOutputs
 	zorder   bool
 	opts     Options
 	progress func(string)
@@ -99,7 +100,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 	for i, in := range j.ins {
 		diskRow[i], memRow[i] = in.diskRow, in.memRow
 	}
-	starts := cutOutputs(sorted, fileOf, diskRow, j.l.target)
+	starts := cutOutputs(sorted, fileOf, diskRow, j.out.Options().TargetFileBytes)
 	// From here on only the row numbers in rank order matter: release the positions.
 	order := make([]uint32, len(sorted))
 	for r, k := range sorted {
@@ -135,7 +136,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 	st.waves = len(waves)
 	j.say("sorted %d rows into %d files (%d wave(s) in memory)", j.total, len(starts), len(waves))
 
-	w := newOutputWriters(ctx, j, starts)
+	w := newOutputWriters(j, starts)
 	defer w.abortOpen()
 	var sp *spiller
 	if len(waves) > 1 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/layoutstats"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
 // selection is what one clustering run rewrites, and why.
@@ -49,7 +51,7 @@ func (s *selection) describe() string {
 //     not compacted again for its size);
 //   - files whose deletion vectors hide more than MaxDeletedRowsRatio of their rows;
 //   - with AutoRecluster, groups of at least MinOffendingFiles clustered files that pairwise overlap by
-//     more than MinOverlapThreshold (OverlapGroups).
+//     more than MinOverlapThreshold (layoutstats.OverlapGroups).
 //
 // New data thus forms its own clustered files first and merges with older files only where they are
 // stacked over a common region, so repeated small appends cost about their own size. Files of another
@@ -68,13 +70,13 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 		}
 	}
 	for _, f := range snap.Files() {
-		class := classify(f, names)
+		class := table.ClassifyClustering(f, names)
 		switch {
-		case class == classForeign:
+		case class == table.ForeignClustered:
 			sel.foreign++
-		case class == classUnclustered:
+		case class == table.Unclustered:
 			pick(f, &sel.unclustered)
-		case class == classOtherColumns:
+		case class == table.ClusteredByOtherColumns:
 			pick(f, &sel.otherColumns)
 		case opts.Full:
 			pick(f, &sel.overlapping)
@@ -87,7 +89,7 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 		}
 	}
 	if !opts.Full && opts.AutoRecluster && len(clustered) >= opts.MinOffendingFiles {
-		boxes := make([]Box, len(clustered))
+		boxes := make([]layoutstats.Box, len(clustered))
 		for i, f := range clustered {
 			b, err := fileBox(snap, f, keys)
 			if err != nil {
@@ -95,7 +97,7 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 			}
 			boxes[i] = b
 		}
-		groups, err := OverlapGroups(boxes, opts.overlap())
+		groups, err := layoutstats.OverlapGroups(boxes, opts.overlap())
 		if err != nil {
 			return nil, err
 		}
@@ -134,9 +136,9 @@ func deletedRatio(f *delta.AddFile) float64 {
 }
 
 // fileBox is a file's statistics box over the clustering columns (logical paths); a missing bound
-// stays nil, which OverlapGroups treats as "never overlaps".
-func fileBox(snap *delta.Snapshot, f *delta.AddFile, logical [][]string) (Box, error) {
-	b := Box{Bounds: make([]Bounds, len(logical))}
+// stays nil, which layoutstats.OverlapGroups treats as "never overlaps".
+func fileBox(snap *delta.Snapshot, f *delta.AddFile, logical [][]string) (layoutstats.Box, error) {
+	b := layoutstats.Box{Bounds: make([]layoutstats.Bounds, len(logical))}
 	st, ok, err := snap.Stats(f)
 	if err != nil {
 		return b, fmt.Errorf("statistics of %s: %w", f.Path, err)
@@ -146,7 +148,7 @@ func fileBox(snap *delta.Snapshot, f *delta.AddFile, logical [][]string) (Box, e
 	}
 	for c, path := range logical {
 		if cs, ok := st.Column(path...); ok {
-			b.Bounds[c] = Bounds{Min: cs.Min, Max: cs.MaxUpperBound()}
+			b.Bounds[c] = layoutstats.Bounds{Min: cs.Min, Max: cs.MaxUpperBound()}
 		}
 	}
 	return b, nil

@@ -2,24 +2,21 @@ package cluster
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
 
-	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
-// AddFile tag keys of Delta's liquid clustering and Z-order (AddFile.Tags in delta-io/delta
-// actions.scala; ZCubeInfo.scala writes the first two). Spark reads a file's ZCube from ZCUBE_ID plus
-// ZCUBE_ZORDER_BY, a JSON array of the logical clustering column names; Databricks adds the curve and
-// the target size.
+// AddFile tag keys of Delta's liquid clustering and Z-order: the table package's (table.TagZCubeID),
+// which reads them too.
 const (
-	TagZCubeID            = "ZCUBE_ID"
-	TagZCubeZOrderBy      = "ZCUBE_ZORDER_BY"
-	TagZCubeCurve         = "ZCUBE_ZORDER_CURVE"
-	TagOptimizeTargetSize = "OPTIMIZE_TARGET_SIZE"
+	TagZCubeID            = table.TagZCubeID
+	TagZCubeZOrderBy      = table.TagZCubeZOrderBy
+	TagZCubeCurve         = table.TagZCubeCurve
+	TagOptimizeTargetSize = table.TagOptimizeTargetSize
 )
 
 // Curve names recorded in TagZCubeCurve.
@@ -56,51 +53,13 @@ func newZCube(columns []string, curve string, target int64) zcube {
 	return zcube{id: uuid.NewString(), orderBy: string(by), curve: curve, target: target}
 }
 
-// tag marks a new file as part of the ZCube, the way Spark's ClusteringStrategy.tagAddFile does.
-func (z zcube) tag(a *delta.AddFile) {
-	a.ClusteringProvider = Provider
-	if a.Tags == nil {
-		a.Tags = map[string]string{}
+// tags are the add.tags of every file of the ZCube, the ones Spark's ClusteringStrategy.tagAddFile
+// sets; the files also get clusteringProvider Provider (table.WriteOptions).
+func (z zcube) tags() map[string]string {
+	return map[string]string{
+		TagZCubeID:            z.id,
+		TagZCubeZOrderBy:      z.orderBy,
+		TagZCubeCurve:         z.curve,
+		TagOptimizeTargetSize: strconv.FormatInt(z.target, 10),
 	}
-	a.Tags[TagZCubeID] = z.id
-	a.Tags[TagZCubeZOrderBy] = z.orderBy
-	a.Tags[TagZCubeCurve] = z.curve
-	a.Tags[TagOptimizeTargetSize] = strconv.FormatInt(z.target, 10)
-}
-
-// fileClass is how a live file relates to the current clustering definition.
-type fileClass int
-
-const (
-	classUnclustered  fileClass = iota // no ZCube: appended, or written before CLUSTER BY
-	classOtherColumns                  // clustered by columns other than the current ones
-	classClustered                     // clustered by the current columns: a candidate for auto-recluster only
-	classForeign                       // written by another clustering provider: never reclustered
-)
-
-// classify applies the protocol's rule (a clustering implementation only reclusters files with its
-// provider or none) and Spark's ZCube identity (ZCUBE_ID plus ZCUBE_ZORDER_BY; a file missing either
-// counts as unclustered, as in Spark's ClusteringStrategy.applyMinZCube).
-func classify(a *delta.AddFile, columns []string) fileClass {
-	if a.ClusteringProvider != "" && a.ClusteringProvider != Provider {
-		return classForeign
-	}
-	if a.ClusteringProvider == "" {
-		return classUnclustered
-	}
-	if _, ok := a.Tags[TagZCubeID]; !ok {
-		return classUnclustered
-	}
-	tag, ok := a.Tags[TagZCubeZOrderBy]
-	if !ok {
-		return classUnclustered
-	}
-	var by []string
-	if err := json.Unmarshal([]byte(tag), &by); err != nil {
-		return classUnclustered
-	}
-	if !slices.EqualFunc(by, columns, strings.EqualFold) {
-		return classOtherColumns
-	}
-	return classClustered
 }

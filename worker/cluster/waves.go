@@ -40,18 +40,13 @@ func (j *rewriteJob) permuteWaves(ctx context.Context, order []uint32, starts []
 		for _, s := range starts[first:last] {
 			rel = append(rel, s-lo)
 		}
-		keys := make([]string, last-first)
-		create := func(i int) (storage.Writer, error) {
-			key, sw, err := j.out.create(ctx, first+i)
-			keys[i] = key // outputs of one call are created by distinct goroutines, one index each
-			return sw, err
-		}
+		create := func(i int) (storage.Writer, error) { return j.out.Create(first + i) }
 		res, err := parquetio.PermuteSubset(ctx, inputs, order[lo:hi], rel, create, j.permuteOptions())
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("cluster %d files, wave %d of %d: %w", len(j.ins), w+1, len(waves), err)
 		}
 		for i, wr := range res.Files {
-			if adds[first+i], err = j.out.addFile(keys[i], wr); err != nil {
+			if adds[first+i], err = j.out.AddFile(first+i, wr); err != nil {
 				return nil, 0, 0, err
 			}
 		}

@@ -17,8 +17,6 @@ import (
 // outputWriters write the outputs of a rewrite: output k holds ranks [starts[k], starts[k+1]). Ranks
 // arrive wave by wave, so an output may stay open across waves.
 type outputWriters struct {
-	// ctx bounds the uploads, which may outlive the wave (and its errgroup context) that started them.
-	ctx    context.Context
 	j      *rewriteJob
 	starts []int
 	open   map[int]*openOutput
@@ -33,8 +31,10 @@ type openOutput struct {
 	pw  *parquetio.Writer
 }
 
-func newOutputWriters(ctx context.Context, j *rewriteJob, starts []int) *outputWriters {
-	return &outputWriters{ctx: ctx, j: j, starts: starts, open: map[int]*openOutput{}, adds: make([]*delta.AddFile, len(starts))}
+// The outputs' uploads are bounded by the context the rewrite's table.RewriteOutputs was made with,
+// since they may outlive the wave (and its errgroup context) that started them.
+func newOutputWriters(j *rewriteJob, starts []int) *outputWriters {
+	return &outputWriters{j: j, starts: starts, open: map[int]*openOutput{}, adds: make([]*delta.AddFile, len(starts))}
 }
 
 func (w *outputWriters) end(k int) int {
@@ -63,16 +63,17 @@ func (w *outputWriters) write(ctx context.Context, k int, rows []types.Struct, l
 	o := w.open[k]
 	w.mu.Unlock()
 	if o == nil {
-		key, sw, err := w.j.out.create(w.ctx, k)
+		sw, err := w.j.out.Create(k)
 		if err != nil {
 			return err
 		}
-		pw, err := parquetio.NewWriter(sw, w.j.l.schema, w.j.l.writer)
+		opts := w.j.out.Options()
+		pw, err := parquetio.NewWriter(sw, opts.Schema, opts.Writer)
 		if err != nil {
 			sw.Abort()
 			return err
 		}
-		o = &openOutput{key: key, sw: sw, pw: pw}
+		o = &openOutput{key: w.j.out.Key(k), sw: sw, pw: pw}
 		w.mu.Lock()
 		w.open[k] = o
 		w.mu.Unlock()
@@ -95,7 +96,7 @@ func (w *outputWriters) write(ctx context.Context, k int, rows []types.Struct, l
 	if err := o.sw.Close(); err != nil {
 		return fmt.Errorf("upload %s: %w", o.key, err)
 	}
-	add, err := w.j.out.addFile(o.key, res)
+	add, err := w.j.out.AddFile(k, res)
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func (w *outputWriters) write(ctx context.Context, k int, rows []types.Struct, l
 }
 
 // abortOpen discards outputs still being written (after an error); completed ones are deleted by the
-// caller's outputs.abort when the commit does not happen.
+// caller (table.RewriteOutputs.Abort) when the commit does not happen.
 func (w *outputWriters) abortOpen() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

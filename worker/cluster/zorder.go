@@ -62,7 +62,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 		return finish(nil)
 	}
 	slices.Sort(order)
-	var inputs, adds, removes []*delta.AddFile
+	var inputs []*delta.AddFile
 	var bytes int64
 	for _, k := range order {
 		for _, f := range parts[k] {
@@ -77,15 +77,18 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 		return finish(nil)
 	}
 	say(progress, "%s", plan)
-	preserved := false
+	all := &rewritten{}
 	for i, k := range order {
 		say(progress, "partition %d/%d", i+1, len(order))
 		files := parts[k]
-		out, rm, p, err := rewriteFiles(ctx, snap, keys, files, files[0].PartitionValues, nil, true, opts, target, progress)
+		rw, err := rewriteFiles(ctx, snap, keys, files, files[0].PartitionValues, nil, true, opts, target, progress)
 		if err != nil {
-			return finish(joinCleanup(ctx, tbl, err, adds))
+			if cerr := all.abort(ctx); cerr != nil {
+				err = fmt.Errorf("%w (and: %v)", err, cerr)
+			}
+			return finish(err)
 		}
-		adds, removes, preserved = append(adds, out...), append(removes, rm...), p
+		all.merge(rw)
 	}
 	by, _ := json.Marshal(columns)
 	pred := "[]"
@@ -94,14 +97,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 		pred = string(b)
 	}
 	params := map[string]string{"predicate": pred, "zOrderBy": string(by), "auto": "false"}
-	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, removes, adds, preserved, plan))
-}
-
-func joinCleanup(ctx context.Context, tbl *delta.Table, err error, adds []*delta.AddFile) error {
-	if cerr := deleteAdds(context.WithoutCancel(ctx), tbl, adds); cerr != nil {
-		return fmt.Errorf("%w (and: %v)", err, cerr)
-	}
-	return err
+	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, all, plan))
 }
 
 // zorderColumns resolves ZORDER BY columns (logical, dotted) to physical paths: 1 to 8 distinct

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"slices"
 	"sync"
 
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -71,46 +70,77 @@ func (f *ckFile) hasStatsParsed() bool {
 
 // ckReadSchemas are the read schemas of one request on one file.
 type ckReadSchemas struct {
-	// rows is what the row reader reads: the requested columns the file has, widened, with
-	// add.stats_parsed when requested and stored.
-	rows *types.StructType
-	// columns is the same without stats_parsed, for the columnar decoder.
+	// columns are the requested columns the file has, widened: what the columnar decoder reads.
 	columns *types.StructType
-	// statsParsed is the type of add.stats_parsed when it is read (in step, by the row reader).
+	// statsParsed is the type of add.stats_parsed when it is requested and stored: it is read in
+	// step with the columns (statsParsedRows).
 	statsParsed types.DataType
 }
 
 func (f *ckFile) readSchemas(req parquetReadRequest) ckReadSchemas {
 	var s ckReadSchemas
-	s.rows, s.columns = &types.StructType{}, &types.StructType{}
+	s.columns = &types.StructType{}
 	for _, name := range req.columns {
 		if f.schema != nil && f.schema.Field(name) == nil {
 			continue
 		}
-		col := widen(checkpointColumn(name).Type).(*types.StructType)
-		s.columns.Fields = append(s.columns.Fields, field(name, col))
-		if name == "add" && req.statsParsed && f.schema != nil {
-			if add, ok := f.schema.Field("add").Type.(*types.StructType); ok {
-				if sp := add.Field("stats_parsed"); sp != nil {
-					s.statsParsed = sp.Type
-					col = &types.StructType{Fields: append(slices.Clip(col.Fields), &types.StructField{Name: "stats_parsed", Type: sp.Type, Nullable: true})}
-				}
-			}
+		s.columns.Fields = append(s.columns.Fields, field(name, widen(checkpointColumn(name).Type)))
+		if name == "add" && req.statsParsed && f.hasStatsParsed() {
+			s.statsParsed = f.schema.Field("add").Type.(*types.StructType).Field("stats_parsed").Type
 		}
-		s.rows.Fields = append(s.rows.Fields, field(name, col))
 	}
 	return s
 }
 
-// columnar reports whether the columnar decoder reads the file for this request; otherwise the
-// row reader does (an unusual layout), always the whole file at once.
-func (f *ckFile) columnar(ctx context.Context, s ckReadSchemas) bool {
+// checkLayout refuses, before anything is decoded, a file whose stored layout the columnar
+// decoder cannot read (a list nested in a list, an integer stored as a float, …). There is no
+// second decoder to fall back to: the error names the file and the column.
+func (f *ckFile) checkLayout(ctx context.Context, s ckReadSchemas) error {
+	if err := f.checkRequiredFields(s.columns); err != nil {
+		return err
+	}
 	cr, err := f.pf.Columns(ctx, s.columns, parquetio.ColumnOptions{RowGroups: []int{}})
 	if err != nil {
-		return false
+		return fmt.Errorf("checkpoint %s: %w; deltakeeper cannot load a table from a checkpoint stored this way: "+
+			"report the writer that produced it, and write a new checkpoint with Spark or delta-rs meanwhile", f.key, err)
 	}
-	cr.Close()
-	return true
+	return cr.Close()
+}
+
+// requiredFields are, per action, the fields the protocol requires of it in a checkpoint and
+// without which the decoder would go wrong quietly rather than fail: an absent column reads as
+// null, so a file without add.path would hold no adds at all, and one without
+// add.partitionValues would put every file in the null partition.
+var requiredFields = map[string][]string{
+	"add":                {"path", "partitionValues", "size", "modificationTime", "dataChange"},
+	"remove":             {"path"},
+	"metaData":           {"id", "schemaString"},
+	"protocol":           {"minReaderVersion", "minWriterVersion"},
+	"txn":                {"appId", "version"},
+	"domainMetadata":     {"domain"},
+	"checkpointMetadata": {"version"},
+	"sidecar":            {"path", "sizeInBytes"},
+}
+
+// checkRequiredFields refuses a file that stores an action column without one of its required
+// fields (when the file's schema is known).
+func (f *ckFile) checkRequiredFields(columns *types.StructType) error {
+	if f.schema == nil {
+		return nil
+	}
+	for _, c := range columns.Fields {
+		stored, ok := f.schema.Field(c.Name).Type.(*types.StructType)
+		if !ok {
+			return fmt.Errorf("checkpoint %s: column %s is not a struct; the checkpoint is corrupt or not a Delta checkpoint", f.key, c.Name)
+		}
+		for _, name := range requiredFields[c.Name] {
+			if stored.Field(name) == nil {
+				return fmt.Errorf("checkpoint %s: column %s.%s is missing, which the Delta protocol requires; "+
+					"deltakeeper refuses to load a table from this checkpoint: write a new checkpoint with Spark or delta-rs", f.key, c.Name, name)
+			}
+		}
+	}
+	return nil
 }
 
 // keyLeaves are, per checkpoint column, the leaf columns of which at least one must be non-null
@@ -156,20 +186,17 @@ type ckRange struct {
 var wholeFile = ckRange{whole: true}
 
 // read decodes the actions of a range of f and hands them to emit batch by batch, in row order;
-// emit may keep the slice. The columnar decoder is used when it can read the file (columnar
-// reports it), otherwise the row reader, which reads the whole file whatever the range says
-// (callers only split files the columnar decoder reads). Errors name the file.
+// emit may keep the slice. Every checkpoint and sidecar goes through the columnar decoder
+// (ckDecoder); a layout it cannot read is refused (checkLayout). Errors name the file.
 func (f *ckFile) read(ctx context.Context, req parquetReadRequest, r ckRange, d *ckDecoder, emit func([]ckItem) error) error {
 	s := f.readSchemas(req)
-	if len(s.rows.Fields) == 0 {
+	if len(s.columns.Fields) == 0 {
 		return nil
 	}
-	var err error
-	if f.columnar(ctx, s) {
-		err = f.readColumns(ctx, s, r, d, emit)
-	} else {
-		err = f.readRows(ctx, s.rows, d, emit)
+	if err := f.checkLayout(ctx, s); err != nil {
+		return err
 	}
+	err := f.readColumns(ctx, s, r, d, emit)
 	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("checkpoint %s: %w", f.key, err)
 	}
@@ -179,8 +206,9 @@ func (f *ckFile) read(ctx context.Context, req parquetReadRequest, r ckRange, d 
 func (f *ckFile) readColumns(ctx context.Context, s ckReadSchemas, r ckRange, d *ckDecoder, emit func([]ckItem) error) error {
 	var sp *statsParsedRows
 	if s.statsParsed != nil {
-		// stats_parsed has the table's types, which the columnar decoder does not read: the row
-		// reader reads just that column of every row, in step with the columns.
+		// stats_parsed has the table's types (dates, decimals, timestamps, nested structs),
+		// which the columnar reader does not decode: the logical reader reads just that column of
+		// every row, in step with the columns, and the add decoder turns it into stats JSON.
 		if !r.whole {
 			return fmt.Errorf("internal error: stats_parsed read for part of a file")
 		}
@@ -239,42 +267,6 @@ func (f *ckFile) readRowGroup(ctx context.Context, schema *types.StructType, r c
 		}
 		if err := emit(items); err != nil {
 			return err
-		}
-	}
-}
-
-// readRows is the row reader's path: every row a types.Struct, converted by rowConverter.
-func (f *ckFile) readRows(ctx context.Context, schema *types.StructType, d *ckDecoder, emit func([]ckItem) error) error {
-	rows, err := f.pf.Rows(ctx, schema, parquetio.ReadOptions{BatchSize: checkpointBatchSize})
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	conv := newRowConverter(schema, d.in)
-	for {
-		batch, err := rows.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var items []ckItem
-		for _, row := range batch.Rows {
-			a, err := conv.action(row)
-			if err != nil {
-				return err
-			}
-			if a != nil {
-				it := ckItem{act: a}
-				it.h = d.hash(it)
-				items = append(items, it)
-			}
-		}
-		if len(items) > 0 {
-			if err := emit(items); err != nil {
-				return err
-			}
 		}
 	}
 }

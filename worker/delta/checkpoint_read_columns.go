@@ -10,10 +10,13 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
-// The columnar checkpoint decoder builds actions straight from parquetio column batches
-// (File.Columns): no types.Struct per row, no boxed values, no map per partitionValues. It
-// reproduces rowConverter.action field for field — the same null rules, the same first-non-null
-// column wins, the same defaults — and is checked against it on every conformance checkpoint.
+// The columnar checkpoint decoder is the one decoder of checkpoint and sidecar actions: every
+// Parquet checkpoint part and sidecar, V1 or V2, with or without stats_parsed, goes through it
+// (ckFile.read). It builds actions straight from parquetio column batches (File.Columns): no
+// types.Struct per row, no boxed values, no map per partitionValues. A checkpoint action field is
+// added here and in checkpointColumn; the test oracle (checkpoint_oracle_test.go, rows through
+// the logical reader) gets it too so that the differential tests compare it on every conformance
+// checkpoint and on generated and foreign-written files.
 //
 // What it keeps is laid out for a million files: AddFiles come from slabs, their path and stats
 // strings from shared byte chunks, equal partitionValues are one shared slice. A file retained
@@ -152,7 +155,8 @@ func vstrArray(v *parquetio.Vector, i int) []string {
 	return out
 }
 
-// partitionValues is rowConverter.partitionValues, with equal maps sharing one slice.
+// partitionValues decodes a partitionValues map (null values are PartitionValue.Null), sorted by
+// column, with equal maps sharing one slice.
 func (d *ckDecoder) partitionValues(v *parquetio.Vector, i int) PartitionValues {
 	if v.IsNull(i) {
 		return nil
@@ -222,7 +226,7 @@ func newDVVectors(parent *parquetio.Vector, pt *types.StructType) dvVectors {
 		vecField(v, t, "sizeInBytes"), vecField(v, t, "cardinality"), vecField(v, t, "maxRowIndex")}
 }
 
-// dv is dvFromView.
+// dv decodes a deletion vector descriptor: nil when the struct or its storageType is null.
 func (d *ckDecoder) dv(c *dvVectors, i int) *DeletionVectorDescriptor {
 	if c.v.IsNull(i) || len(c.storageType.Bytes(i)) == 0 {
 		return nil
@@ -248,7 +252,7 @@ func (d *ckDecoder) decode(b *parquetio.ColumnBatch, schema *types.StructType, s
 	}
 	for i := range b.Len() {
 		if sp != nil {
-			// the row reader of stats_parsed moves in step, one row per row
+			// the reader of stats_parsed moves in step, one row per row
 			if err := sp.next(); err != nil {
 				return out, err
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -89,41 +88,14 @@ func (s *refState) apply(a *Action) {
 	}
 }
 
-// refReadParquet is readParquetActions as it was: the row reader and rowConverter.
+// refReadParquet is readParquetActions with the oracle.
 func refReadParquet(ctx context.Context, store storage.Store, key string, req parquetReadRequest, in *interner, fn func(*Action)) error {
 	f, err := openCheckpointFile(ctx, store, key)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	s := f.readSchemas(req)
-	if len(s.rows.Fields) == 0 {
-		return nil
-	}
-	rows, err := f.pf.Rows(ctx, s.rows, parquetio.ReadOptions{BatchSize: 100})
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	conv := newRowConverter(s.rows, in)
-	for {
-		b, err := rows.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, row := range b.Rows {
-			a, err := conv.action(row)
-			if err != nil {
-				return err
-			}
-			if a != nil {
-				fn(a)
-			}
-		}
-	}
+	return oracleRead(ctx, f, req, in, 100, func(a *Action) error { fn(a); return nil })
 }
 
 func refLoad(ctx context.Context, tbl *Table, v Version) (*refState, Version, error) {
@@ -295,35 +267,29 @@ func TestCheckpointRead_EveryConformanceVersionLoadsAsTheRowReaderDid(t *testing
 	t.Logf("compared %d versions, %d from a checkpoint", compared, withCheckpoint)
 }
 
-// decodeBothWays reads a checkpoint file's actions with the columnar decoder and with the row
-// reader.
-func decodeBothWays(t *testing.T, f *ckFile, req parquetReadRequest) (columnar, rows []*Action, usedColumns bool) {
+// decodeBothWays reads a checkpoint file's actions with the columnar decoder (production's
+// f.read) and with the oracle.
+func decodeBothWays(t *testing.T, f *ckFile, req parquetReadRequest) (columnar, rows []*Action) {
 	t.Helper()
 	ctx := context.Background()
-	collect := func(out *[]*Action) func([]ckItem) error {
-		return func(items []ckItem) error {
-			for _, it := range items {
-				a := it.act
-				if it.add != nil {
-					a = &Action{Add: it.add}
-				}
-				*out = append(*out, a)
+	err := f.read(ctx, req, wholeFile, newCkDecoder(maphash.MakeSeed()), func(items []ckItem) error {
+		for _, it := range items {
+			a := it.act
+			if it.add != nil {
+				a = &Action{Add: it.add}
 			}
-			return nil
+			columnar = append(columnar, a)
 		}
-	}
-	s := f.readSchemas(req)
-	if len(s.rows.Fields) == 0 {
-		return nil, nil, true // nothing to read either way
-	}
-	usedColumns = f.columnar(ctx, s)
-	if err := f.read(ctx, req, wholeFile, newCkDecoder(maphash.MakeSeed()), collect(&columnar)); err != nil {
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.readRows(ctx, s.rows, newCkDecoder(maphash.MakeSeed()), collect(&rows)); err != nil {
+	err = oracleRead(ctx, f, req, newInterner(), checkpointBatchSize, func(a *Action) error { rows = append(rows, a); return nil })
+	if err != nil {
 		t.Fatal(err)
 	}
-	return columnar, rows, usedColumns
+	return columnar, rows
 }
 
 func assertSameActions(t *testing.T, got, want []*Action) {
@@ -362,7 +328,7 @@ func TestCheckpointRead_ColumnsDecodeEveryConformanceCheckpointAsRows(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	columnar := 0
+	compared, layouts := 0, map[string]int{}
 	for _, p := range paths {
 		rel, _ := filepath.Rel(root, p)
 		t.Run(rel, func(t *testing.T) {
@@ -376,22 +342,46 @@ func TestCheckpointRead_ColumnsDecodeEveryConformanceCheckpointAsRows(t *testing
 			}
 			defer f.Close()
 			for _, req := range allRequests {
-				got, want, used := decodeBothWays(t, f, req)
+				got, want := decodeBothWays(t, f, req)
 				assertSameActions(t, got, want)
-				if used {
-					columnar++
-				} else {
-					t.Logf("%v: read by the row reader", req)
-				}
+				compared++
+			}
+			layouts[checkpointLayoutOf(f, rel)]++
+			if f.hasStatsParsed() {
+				layouts["stats_parsed"]++
+			}
+			if add, ok := f.schema.Field("add").Type.(*types.StructType); ok && add.Field("partitionValues_parsed") != nil {
+				layouts["partitionValues_parsed"]++
 			}
 		})
 	}
-	if len(paths) < 60 || columnar != len(allRequests)*len(paths) {
-		t.Fatalf("%d checkpoint files, %d requests decoded by columns", len(paths), columnar)
+	if len(paths) < 60 || compared != len(allRequests)*len(paths) {
+		t.Fatalf("%d checkpoint files, %d requests compared", len(paths), compared)
 	}
+	// the kinds of checkpoint files the corpus has, each compared
+	for _, kind := range []string{"classic", "multi-part", "v2", "sidecar", "stats_parsed", "partitionValues_parsed"} {
+		if layouts[kind] == 0 {
+			t.Errorf("no %s checkpoint file compared", kind)
+		}
+	}
+	t.Logf("compared %d checkpoint files: %v", len(paths), layouts)
 }
 
-// generatedCheckpointSchema is a checkpoint with every action column and add.stats_parsed.
+// checkpointLayoutOf says what kind of checkpoint file rel (a path in the corpus) is.
+func checkpointLayoutOf(f *ckFile, rel string) string {
+	switch name := filepath.Base(rel); {
+	case strings.Contains(rel, "/_sidecars/"):
+		return "sidecar"
+	case f.schema != nil && f.schema.Field("checkpointMetadata") != nil:
+		return "v2"
+	case strings.Count(name, ".") > 2:
+		return "multi-part"
+	}
+	return "classic"
+}
+
+// generatedCheckpointSchema is a checkpoint with every action column, add.stats_parsed and
+// add.partitionValues_parsed.
 func generatedCheckpointSchema() *types.StructType {
 	s := &types.StructType{}
 	for _, name := range []string{"txn", "add", "remove", "metaData", "protocol", "domainMetadata", "checkpointMetadata", "sidecar"} {
@@ -403,7 +393,10 @@ func generatedCheckpointSchema() *types.StructType {
 				field("minValues", &types.StructType{Fields: []*types.StructField{field("id", int32T()), field("s", str())}}),
 				field("nullCount", &types.StructType{Fields: []*types.StructField{field("id", long()), field("s", long())}}),
 			}}
-			add.Fields = append(add.Fields, field("stats_parsed", stats))
+			// partitionValues_parsed, which Spark writes next to stats_parsed: both decoders read
+			// partitionValues, the string map every checkpoint has, and leave it alone.
+			parsed := &types.StructType{Fields: []*types.StructField{field("part", int32T())}}
+			add.Fields = append(add.Fields, field("stats_parsed", stats), field("partitionValues_parsed", parsed))
 		}
 		s.Fields = append(s.Fields, col)
 	}
@@ -463,7 +456,7 @@ func generatedCheckpointRows(n int, seed uint64) []types.Struct {
 				sp = types.Struct{int64(r.IntN(100)), maybe(0.3, types.Struct{maybe(0.3, int32(r.IntN(9))), maybe(0.3, "x\"y")}), types.Struct{int64(0), nil}}
 			}
 			row[1] = types.Struct{maybe(0.05, path()), strMap(), maybe(0.1, int64(r.IntN(1<<20))), maybe(0.1, int64(1700000000000+i)),
-				maybe(0.1, r.IntN(2) == 0), maybe(0.5, fmt.Sprintf(`{"numRecords":%d}`, i)), strMap(), dv(), maybe(0.5, int64(i*10)), maybe(0.5, int64(3)), maybe(0.8, "liquid"), sp}
+				maybe(0.1, r.IntN(2) == 0), maybe(0.5, fmt.Sprintf(`{"numRecords":%d}`, i)), strMap(), dv(), maybe(0.5, int64(i*10)), maybe(0.5, int64(3)), maybe(0.8, "liquid"), sp, maybe(0.3, types.Struct{int32(r.IntN(4))})}
 			if r.IntN(10) == 0 { // a row with a remove too: the add column comes first
 				row[2] = types.Struct{path(), nil, true, nil, nil, nil, nil, nil, nil}
 			}
@@ -510,9 +503,10 @@ func writeGeneratedCheckpoint(t *testing.T, rows []types.Struct, opts parquetio.
 }
 
 func TestCheckpointRead_ColumnsDecodeGeneratedCheckpointsAsRows(t *testing.T) {
-	for seed := range uint64(4) {
+	for seed := range uint64(6) {
 		rows := generatedCheckpointRows(3000, seed)
-		opts := parquetio.WriterOptions{RowGroupRows: int64(700 + 300*seed), PageBytes: 2048 << seed}
+		opts := parquetio.WriterOptions{RowGroupRows: int64(700 + 300*(seed%4)), PageBytes: 2048 << (seed % 4),
+			Codec: []string{"zstd", "snappy", "gzip", "lz4_raw", "brotli", "uncompressed"}[seed]}
 		if seed%2 == 1 {
 			opts.DictionaryBytes = -1
 		}
@@ -530,10 +524,7 @@ func TestCheckpointRead_ColumnsDecodeGeneratedCheckpointsAsRows(t *testing.T) {
 			t.Fatalf("%d row groups", f.pf.NumRowGroups())
 		}
 		for _, req := range allRequests {
-			got, want, used := decodeBothWays(t, f, req)
-			if !used {
-				t.Fatalf("seed %d, %v: the columnar decoder did not read the file", seed, req)
-			}
+			got, want := decodeBothWays(t, f, req)
 			if len(want) < 100 {
 				t.Fatalf("seed %d, %v: only %d actions", seed, req, len(want))
 			}

@@ -24,7 +24,7 @@ func (s *ckSource) wrap(err error) error {
 }
 
 // ckTask is a unit of decoding: a range of rows of one source, or the whole source when it is
-// read by the row reader or with stats_parsed in step.
+// read with stats_parsed in step.
 type ckTask struct {
 	src *ckSource
 	req parquetReadRequest
@@ -58,17 +58,16 @@ func wholeFileTasks(srcs []*ckSource, req parquetReadRequest) []*ckTask {
 	return tasks
 }
 
-// rangeTasks splits the reading of the sources' file actions into ranges of about size rows
-// where the columnar decoder reads them; a source it does not read, or read with stats_parsed in
-// step, is one task.
-func rangeTasks(ctx context.Context, srcs []*ckSource, req parquetReadRequest, size int64) []*ckTask {
+// rangeTasks splits the reading of the sources' file actions into ranges of about size rows; a
+// source read with stats_parsed in step is one task.
+func rangeTasks(srcs []*ckSource, req parquetReadRequest, size int64) []*ckTask {
 	var tasks []*ckTask
 	for _, src := range srcs {
 		sch := src.f.readSchemas(req)
-		if len(sch.rows.Fields) == 0 {
+		if len(sch.columns.Fields) == 0 {
 			continue
 		}
-		if sch.statsParsed != nil || !src.f.columnar(ctx, sch) {
+		if sch.statsParsed != nil {
 			tasks = append(tasks, &ckTask{src: src, req: req, r: wholeFile})
 			continue
 		}

@@ -249,7 +249,7 @@ func (t *Table) readCheckpoint(ctx context.Context, seg *logSegment, st *replayS
 	// Without stats_parsed in the parts their file actions do not depend on the metadata: they
 	// are decoded alongside it, and applied after it.
 	req := parquetReadRequest{columns: fileColumns, statsParsed: statsParsed && st.needsStatsParsed()}
-	tasks = append(tasks, rangeTasks(ctx, parts, req, taskRows(rows))...)
+	tasks = append(tasks, rangeTasks(parts, req, taskRows(rows))...)
 	if err := runCkTasks(ctx, tasks, st); err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (t *Table) readSidecars(ctx context.Context, seg *logSegment, st *replaySta
 	if len(sources) > 0 {
 		st.reserve(int(rows + partRows))
 		req := parquetReadRequest{columns: fileColumns, statsParsed: st.needsStatsParsed()}
-		tasks := rangeTasks(ctx, sources, req, taskRows(rows))
+		tasks := rangeTasks(sources, req, taskRows(rows))
 		if err := runCkTasks(ctx, tasks, st); err != nil {
 			return err
 		}

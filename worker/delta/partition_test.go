@@ -167,3 +167,15 @@ func TestPartitionValuesOf_FormatsPhysicalKeysAndDirectories(t *testing.T) {
 		t.Fatal("a string for a date column was accepted")
 	}
 }
+
+func TestEscapePathName_EscapesWhatSparkEscapes(t *testing.T) {
+	cases := map[string]string{
+		"plain": "plain", "a b": "a b", "a/b": "a%2Fb", "a=b": "a%3Db", "50%": "50%25", "x:y": "x%3Ay",
+		"q?#": "q%3F%23", "{[]}^*'\"\\": "%7B%5B%5D}%5E%2A%27%22%5C", "tab\t": "tab%09", "ünï": "ünï",
+	}
+	for in, want := range cases {
+		if got := EscapePathName(in); got != want {
+			t.Errorf("EscapePathName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

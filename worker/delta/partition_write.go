@@ -56,16 +56,18 @@ func (s *Snapshot) PartitionDir(pv PartitionValues) (string, error) {
 		}
 		value := HiveDefaultPartition
 		if !e.IsNull() {
-			value = escapePathName(e.Value)
+			value = EscapePathName(e.Value)
 		}
-		parts = append(parts, escapePathName(name)+"="+value)
+		parts = append(parts, EscapePathName(name)+"="+value)
 	}
 	return strings.Join(parts, "/"), nil
 }
 
-// escapePathName is Spark's ExternalCatalogUtils.escapePathName: control characters and
-// "#%'*/:=?\{[]^ (and DEL) become %XX.
-func escapePathName(s string) string {
+// EscapePathName escapes a partition column name or value for a directory name the way Spark's
+// ExternalCatalogUtils.escapePathName does: control characters and "#%'*/:=?\{[]^ and DEL become
+// %XX (upper-case hex); everything else, spaces and non-ASCII included, stays as it is. Writers name
+// directories with it (PartitionDir); vacuum recognises them with it.
+func EscapePathName(s string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {

@@ -13,8 +13,10 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/source"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/state"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/table"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
@@ -110,6 +112,7 @@ func (r *runner) commit(ctx context.Context, snap *delta.Snapshot, off *state.Of
 		br.SchemaChange = addedColumns(snap.Schema(), schema)
 	}
 	w := r.newWriters(ctx, wsnap)
+	columnar := table.ColumnarSchema(wsnap)
 	var rows, rescued int64
 	var files []source.File
 	for _, f := range off.Files {
@@ -117,9 +120,14 @@ func (r *runner) commit(ctx context.Context, snap *delta.Snapshot, off *state.Of
 			files = append(files, f)
 		}
 	}
+	files, rows, err = r.copyParquet(ctx, wsnap, files, w)
+	if err != nil {
+		w.abort(ctx)
+		return false, err
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for i, pf := range r.prefetch(rctx, files, schema) {
+	for i, pf := range r.prefetch(rctx, files, schema, columnar) {
 		f := files[i]
 		var err error
 		for chunk := range pf.chunks {
@@ -230,10 +238,24 @@ func (r *runner) onNewColumns(e *format.NewColumnsError, a *attempt) (bool, erro
 	return false, nil
 }
 
+// chunk is a run of rows of one source file: logical rows (the row path) or column vectors (the
+// columnar path, for tables whose columns are all flat).
+type chunk struct {
+	rows []types.Struct
+	cols *parquetio.FlatBatch
+}
+
+func (c chunk) len() int {
+	if c.cols != nil {
+		return c.cols.Rows
+	}
+	return len(c.rows)
+}
+
 // prefetched is one source file being read ahead of the writer: its row chunks in order, then (once
 // done is closed) its row counts and error.
 type prefetched struct {
-	chunks        chan []types.Struct
+	chunks        chan chunk
 	done          chan struct{}
 	rows, rescued int64
 	err           error
@@ -242,12 +264,12 @@ type prefetched struct {
 // prefetch reads the batch's files ahead of the writer on up to GOMAXPROCS goroutines, in plan
 // order: parsing (the costly part of JSON and CSV) overlaps with encoding, and memory stays bounded
 // by the files in flight times two chunks each. The sequence yields one entry per file, in order.
-func (r *runner) prefetch(ctx context.Context, files []source.File, schema *types.StructType) func(yield func(int, *prefetched) bool) {
+func (r *runner) prefetch(ctx context.Context, files []source.File, schema *types.StructType, columnar bool) func(yield func(int, *prefetched) bool) {
 	return func(yield func(int, *prefetched) bool) {
 		slots := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 		out := make([]*prefetched, len(files))
 		for i := range out {
-			out[i] = &prefetched{chunks: make(chan []types.Struct, 2), done: make(chan struct{})}
+			out[i] = &prefetched{chunks: make(chan chunk, 2), done: make(chan struct{})}
 		}
 		go func() {
 			for i, f := range files {
@@ -263,7 +285,7 @@ func (r *runner) prefetch(ctx context.Context, files []source.File, schema *type
 				}
 				go func(p *prefetched) {
 					defer func() { <-slots }()
-					p.rows, p.rescued, p.err = r.readFile(ctx, f, schema, p.chunks)
+					p.rows, p.rescued, p.err = r.readFile(ctx, f, schema, columnar, p.chunks)
 					close(p.chunks)
 					close(p.done)
 				}(out[i])
@@ -278,8 +300,9 @@ func (r *runner) prefetch(ctx context.Context, files []source.File, schema *type
 }
 
 // readFile streams one source file's rows into chunks, after checking that it is still the file
-// the plan names.
-func (r *runner) readFile(ctx context.Context, f source.File, schema *types.StructType, chunks chan<- []types.Struct) (rows, rescued int64, err error) {
+// the plan names. With columnar set (a table of flat columns), readers that can hand over column
+// vectors do.
+func (r *runner) readFile(ctx context.Context, f source.File, schema *types.StructType, columnar bool, chunks chan<- chunk) (rows, rescued int64, err error) {
 	uri := r.uri(f.Key)
 	info, err := r.src.Store().Stat(ctx, f.Key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -297,8 +320,18 @@ func (r *runner) readFile(ctx context.Context, f source.File, schema *types.Stru
 		return 0, 0, err
 	}
 	defer rd.Close()
+	next := func() (chunk, error) {
+		rs, err := rd.Next()
+		return chunk{rows: rs}, err
+	}
+	if cr, ok := rd.(format.ColumnReader); ok && columnar && cr.Columnar() {
+		next = func() (chunk, error) {
+			b, err := cr.NextColumns()
+			return chunk{cols: b}, err
+		}
+	}
 	for {
-		chunk, err := rd.Next()
+		c, err := next()
 		if err == io.EOF {
 			return rows, rd.Rescued(), nil
 		}
@@ -306,10 +339,10 @@ func (r *runner) readFile(ctx context.Context, f source.File, schema *types.Stru
 			return 0, 0, err
 		}
 		select {
-		case chunks <- chunk:
+		case chunks <- c:
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
 		}
-		rows += int64(len(chunk))
+		rows += int64(c.len())
 	}
 }

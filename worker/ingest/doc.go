@@ -16,6 +16,17 @@
 // transaction's conflict rules treat a concurrent txn of the same appId as a conflict, after which
 // the table is read again and the batch found committed).
 //
+// Three write paths, one commit. Parquet sources whose columns fit an unpartitioned table exactly
+// (same names, the output's layout, only widening conversions; table.CopyFits) are copied page by
+// page through parquetio.Rewrite, without decoding (copy.go). CSV and newline-delimited JSON into a
+// table whose columns are all flat (no struct, array, map, decimal or variant; not in rescue mode)
+// are read as column vectors (format.ColumnReader) and encoded without boxing values
+// (table.Writer.WriteColumns). Everything else — nested or decimal columns, rescue mode, multi-line
+// JSON, Parquet sources that do not fit or go to a partitioned table — takes the row path
+// (format.Reader.Next, table.Writer.Write). The columnar readers leave any line they do not scan
+// themselves (escapes, nested values, keys in another case) to the row path's conversion, so both
+// accept the same input and report the same errors.
+//
 // Bad input (a corrupt or truncated file, a value that does not convert, a file deleted after it was
 // listed) fails the batch with an error naming the file, row and column, and nothing is committed;
 // with onBadFile=skip the file is left out and recorded as skipped instead. Nothing here imports

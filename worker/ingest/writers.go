@@ -8,7 +8,6 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/optimize"
 	"github.com/deltakeeper/deltakeeper/worker/table"
-	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
 // PropOptimizeWrite enables optimized writes for a table.
@@ -29,6 +28,8 @@ type writers struct {
 	cur       *table.Writer
 	done      []*delta.AddFile
 	aborted   []*table.Writer
+	// copiedKeys are the files the Parquet column copy wrote (copy.go).
+	copiedKeys []string
 }
 
 func (r *runner) newWriters(ctx context.Context, snap *delta.Snapshot) *writers {
@@ -44,12 +45,12 @@ func (r *runner) newWriters(ctx context.Context, snap *delta.Snapshot) *writers 
 		opts.MaxOpenFiles = optimizedOpenFiles
 	}
 	if cols, ok, _ := snap.ClusteringColumnsLogical(); ok && len(cols) > 0 {
-		opts.ClusteringProvider = "liquid"
+		opts.ClusteringProvider = table.LiquidProvider
 	}
 	return &writers{ctx: ctx, snap: snap, opts: opts, optimized: optimized}
 }
 
-func (w *writers) write(rows []types.Struct) error {
+func (w *writers) write(c chunk) error {
 	if w.cur == nil {
 		tw, err := table.NewWriter(w.ctx, w.snap, w.opts)
 		if err != nil {
@@ -57,7 +58,10 @@ func (w *writers) write(rows []types.Struct) error {
 		}
 		w.cur = tw
 	}
-	return w.cur.Write(rows)
+	if c.cols != nil {
+		return w.cur.WriteColumns(c.cols)
+	}
+	return w.cur.Write(c.rows)
 }
 
 // endFile closes the current source file's writer unless the write is optimized.
@@ -98,6 +102,7 @@ func (w *writers) abort(ctx context.Context) {
 	for _, tw := range w.aborted {
 		errs = append(errs, tw.Abort(ctx))
 	}
+	errs = append(errs, w.abortCopies(ctx))
 	w.aborted, w.done = nil, nil
 	_ = errors.Join(errs...) // leftovers are orphans for VACUUM, never referenced
 }

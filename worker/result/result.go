@@ -100,7 +100,7 @@ type ColumnQuality struct {
 	OverlapRatio          float64 `json:"overlap"`
 	SkippingEffectiveness float64 `json:"skipping"`
 	// MeasuredSkipping checks the estimate: the mean share of the other files point queries on real
-	// values skip (cluster.ColumnQuality.MeasuredSkipping).
+	// values skip (layoutstats.ColumnQuality.MeasuredSkipping).
 	MeasuredSkipping float64 `json:"measured"`
 }
 

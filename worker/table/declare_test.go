@@ -140,19 +140,32 @@ func TestInspect_CountsSmallFilesAgainstHalfTheTargetSize(t *testing.T) {
 	}
 }
 
-func TestIsClusteredBy_NeedsProviderAndMatchingColumns(t *testing.T) {
-	cases := []struct {
-		f    delta.AddFile
-		want bool
-	}{
-		{delta.AddFile{}, false},
-		{delta.AddFile{ClusteringProvider: "liquid"}, true},
-		{delta.AddFile{ClusteringProvider: "liquid", Tags: map[string]string{table.ZCubeColumnsTag: `["a","b"]`}}, true},
-		{delta.AddFile{ClusteringProvider: "liquid", Tags: map[string]string{table.ZCubeColumnsTag: `["a"]`}}, false},
+func TestClassifyClustering_NeedsProviderZCubeAndMatchingColumns(t *testing.T) {
+	zcube := func(by string) map[string]string {
+		return map[string]string{table.TagZCubeID: "z1", table.TagZCubeZOrderBy: by}
 	}
-	for i, c := range cases {
-		if got := table.IsClusteredBy(&c.f, []string{"a", "B"}); got != c.want {
-			t.Errorf("case %d: %v, want %v", i, got, c.want)
+	cases := []struct {
+		name string
+		f    delta.AddFile
+		want table.ClusteringClass
+	}{
+		{"appended, no provider", delta.AddFile{}, table.Unclustered},
+		// Ingest sets the provider on appends to a clustered table; without a ZCube they still need clustering.
+		{"provider without a ZCube", delta.AddFile{ClusteringProvider: "liquid"}, table.Unclustered},
+		{"ZCube by the columns", delta.AddFile{ClusteringProvider: "liquid", Tags: zcube(`["a","b"]`)}, table.Clustered},
+		{"ZCube by other columns", delta.AddFile{ClusteringProvider: "liquid", Tags: zcube(`["a"]`)}, table.ClusteredByOtherColumns},
+		{"ZCube columns unreadable", delta.AddFile{ClusteringProvider: "liquid", Tags: zcube(`a,b`)}, table.Unclustered},
+		{"ZCUBE_ZORDER_BY without ZCUBE_ID", delta.AddFile{ClusteringProvider: "liquid", Tags: map[string]string{table.TagZCubeZOrderBy: `["a","b"]`}}, table.Unclustered},
+		// Another provider's files are never rewritten, so they never count as unclustered either.
+		{"another provider", delta.AddFile{ClusteringProvider: "acme", Tags: zcube(`["x"]`)}, table.ForeignClustered},
+	}
+	for _, c := range cases {
+		got := table.ClassifyClustering(&c.f, []string{"a", "B"})
+		if got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+		if want := c.want == table.Unclustered || c.want == table.ClusteredByOtherColumns; got.NeedsClustering() != want {
+			t.Errorf("%s: NeedsClustering %v, want %v", c.name, got.NeedsClustering(), want)
 		}
 	}
 }

@@ -1,13 +1,12 @@
 package table
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/deltakeeper/deltakeeper/worker/cluster"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/layoutstats"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
@@ -44,7 +43,8 @@ type Facts struct {
 	// SmallFileThreshold is half of delta.targetFileSize when set, else DefaultSmallFileThreshold.
 	SmallFileThreshold        int64
 	NumSmallFiles, SmallBytes int64
-	// UnclusteredFiles/Bytes count files not (yet) clustered by the current clustering columns.
+	// UnclusteredFiles/Bytes count files not (yet) clustered by the current clustering columns: the
+	// files liquid clustering rewrites whatever their neighbours (ClassifyClustering).
 	UnclusteredFiles, UnclusteredBytes int64
 	// Rows is the live row count from statistics (numRecords minus deleted rows); RowsKnown is false
 	// when a file has no numRecords.
@@ -90,7 +90,7 @@ func Inspect(snap *delta.Snapshot) (*Facts, error) {
 			f.NumSmallFiles++
 			f.SmallBytes += a.Size
 		}
-		if len(f.ClusteringColumns) > 0 && !IsClusteredBy(a, f.ClusteringColumns) {
+		if len(f.ClusteringColumns) > 0 && ClassifyClustering(a, f.ClusteringColumns).NeedsClustering() {
 			f.UnclusteredFiles++
 			f.UnclusteredBytes += a.Size
 		}
@@ -108,28 +108,6 @@ func Inspect(snap *delta.Snapshot) (*Facts, error) {
 	return f, nil
 }
 
-// ZCubeColumnsTag is the AddFile tag in which Delta's liquid clustering records the columns a file
-// was clustered by (a JSON list of logical names).
-const ZCubeColumnsTag = "ZCUBE_ZORDER_BY"
-
-// IsClusteredBy reports whether a file counts as clustered by the given columns: a clustering
-// provider is set, and when the file records its clustering columns (ZCubeColumnsTag) they are these.
-// Files from before a CLUSTER BY change, and files appended since, are unclustered.
-func IsClusteredBy(a *delta.AddFile, columns []string) bool {
-	if a.ClusteringProvider == "" {
-		return false
-	}
-	tag, ok := a.Tags[ZCubeColumnsTag]
-	if !ok {
-		return true
-	}
-	var by []string
-	if err := json.Unmarshal([]byte(tag), &by); err != nil {
-		return false
-	}
-	return slices.EqualFunc(by, columns, strings.EqualFold)
-}
-
 // Result renders the facts as the result document's table section.
 func (f *Facts) Result() *result.Table {
 	t := &result.Table{
@@ -143,22 +121,22 @@ func (f *Facts) Result() *result.Table {
 }
 
 // ClusteringQuality computes, per clustering column, how well the live files' min/max ranges support
-// data skipping (cluster.Quality over the files' statistics).
+// data skipping (layoutstats.Quality over the files' statistics).
 func ClusteringQuality(snap *delta.Snapshot, columns []string) ([]result.ColumnQuality, error) {
 	out := make([]result.ColumnQuality, 0, len(columns))
 	for _, col := range columns {
 		path := strings.Split(col, ".")
-		bounds := make([]cluster.Bounds, 0, snap.NumFiles())
+		bounds := make([]layoutstats.Bounds, 0, snap.NumFiles())
 		for _, a := range snap.Files() {
-			var b cluster.Bounds
+			var b layoutstats.Bounds
 			if st, ok, err := snap.Stats(a); err == nil && ok {
 				if cs, ok := st.Column(path...); ok {
-					b = cluster.Bounds{Min: cs.Min, Max: cs.MaxUpperBound()}
+					b = layoutstats.Bounds{Min: cs.Min, Max: cs.MaxUpperBound()}
 				}
 			}
 			bounds = append(bounds, b)
 		}
-		q, err := cluster.Quality(col, bounds)
+		q, err := layoutstats.Quality(col, bounds)
 		if err != nil {
 			return nil, fmt.Errorf("clustering quality of %s: %w", col, err)
 		}

@@ -15,7 +15,8 @@ import (
 // RewriteOutputs names, creates and describes the output files of one parquetio.Rewrite of a bin of
 // files that share partition values (compaction, clustering): the create(i) factory, the rewrite
 // options matching the table (physical schema without partition columns, field ids in id mode, codec,
-// target size, row-tracking preservation), and the AddFiles for the commit.
+// target size, row-group size, row-tracking preservation), and the AddFiles for the commit. It is
+// the rewrite half of the one output path (output.go).
 type RewriteOutputs struct {
 	l   *layout
 	ctx context.Context
@@ -42,17 +43,19 @@ func NewRewriteOutputs(ctx context.Context, snap *delta.Snapshot, pv delta.Parti
 	if err != nil {
 		return nil, err
 	}
-	return &RewriteOutputs{l: l, ctx: ctx, pv: slices.Clone(pv), dir: partitionDir(snap, pv), schema: schema, rt: rt}, nil
+	dir, err := l.dir(pv)
+	if err != nil {
+		return nil, err
+	}
+	return &RewriteOutputs{l: l, ctx: ctx, pv: slices.Clone(pv), dir: dir, schema: schema, rt: rt}, nil
 }
 
 // Options returns the parquetio.RewriteOptions for the table; callers may adjust Parallelism.
 func (o *RewriteOutputs) Options() parquetio.RewriteOptions {
-	w := o.l.writer
-	w.RowGroupBytes = 0 // the rewrite's own default (DefaultRewriteRowGroupBytes)
 	return parquetio.RewriteOptions{
 		Schema:          o.schema,
 		MatchFieldIDs:   o.l.snap.ColumnMappingMode() == delta.ColumnMappingID,
-		Writer:          w,
+		Writer:          o.l.writer,
 		TargetFileBytes: o.l.target,
 		RowTracking:     o.rt,
 	}
@@ -62,12 +65,14 @@ func (o *RewriteOutputs) Options() parquetio.RewriteOptions {
 // (delta.TxnOptions.RowTrackingPreserved).
 func (o *RewriteOutputs) RowTrackingPreserved() bool { return o.rt != nil }
 
-// Create is the create(i) factory of parquetio.Rewrite.
+// Create is the create(i) factory of parquetio.Rewrite, Permute and PermuteSubset: it starts output
+// i (its index across the whole rewrite). A writer of logical rows passes the writer to
+// parquetio.NewWriter with Options' Schema and Writer, and describes the file with AddFile.
+// Safe for concurrent use, one call per index.
 func (o *RewriteOutputs) Create(i int) (storage.Writer, error) {
-	key := o.dir + delta.DataFileName(i, o.l.writer.Codec)
-	w, err := o.l.snap.Table().Store().Create(o.ctx, key)
+	key, w, err := o.l.create(o.ctx, o.dir, i)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", key, err)
+		return nil, err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -95,6 +100,27 @@ func (o *RewriteOutputs) AddFiles(res *parquetio.RewriteResult) ([]*delta.AddFil
 		adds = append(adds, add)
 	}
 	return adds, nil
+}
+
+// AddFile describes completed output i for the commit, like AddFiles: for rewrites that write their
+// outputs one by one, or in waves whose results number their outputs from the wave's first.
+func (o *RewriteOutputs) AddFile(i int, res *parquetio.WriteResult) (*delta.AddFile, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if i < 0 || i >= len(o.keys) || o.keys[i] == "" {
+		return nil, fmt.Errorf("rewrite reported output %d, which was never created", i)
+	}
+	return o.l.addFile(o.keys[i], o.pv, res)
+}
+
+// Key returns the object key of output i ("" when it was not created).
+func (o *RewriteOutputs) Key(i int) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if i < 0 || i >= len(o.keys) {
+		return ""
+	}
+	return o.keys[i]
 }
 
 // Abort deletes every output created so far (completed or not): call it when the rewrite failed or

@@ -5,102 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
-
-// WriteOptions control how new data files are written.
-type WriteOptions struct {
-	// TargetFileSize starts a new file once one reaches it (checked at row-group boundaries, so a file
-	// may exceed it by up to a quarter). 0 means delta.targetFileSize, else delta.DefaultTargetFileSize.
-	TargetFileSize int64
-	// DataChange is add.dataChange: true for new rows (ingest), false for rearrangements (compaction).
-	DataChange bool
-	// ClusteringProvider is set on every file when non-empty ("liquid" for clustered output).
-	ClusteringProvider string
-	// MaxOpenFiles bounds the files open at once across partitions (each holds a row group in
-	// memory); the least recently written one is finished when a new partition needs a slot.
-	// Default 8.
-	MaxOpenFiles int
-	// Now is the clock of modificationTime; time.Now when nil.
-	Now func() time.Time
-}
-
-// layout is what every write path derives from a snapshot: the data-file schema (physical names,
-// no partition columns), the codec, field ids and the target size.
-type layout struct {
-	snap       *delta.Snapshot
-	fileSchema *types.StructType
-	dataIdx    []int // table field index of each file column
-	partIdx    []int // table field index of each partition column, in metadata order
-	writer     parquetio.WriterOptions
-	target     int64
-	opts       WriteOptions
-}
-
-func newLayout(snap *delta.Snapshot, opts WriteOptions) (*layout, error) {
-	l := &layout{snap: snap, opts: opts, fileSchema: &types.StructType{}}
-	schema, physical := snap.Schema(), snap.PhysicalSchema()
-	parts := snap.Metadata().PartitionColumns
-	for _, pc := range parts {
-		i := schema.FieldIndex(pc)
-		if i < 0 {
-			return nil, fmt.Errorf("table %s: partition column %q is not in the schema", snap.Table().Location(), pc)
-		}
-		l.partIdx = append(l.partIdx, i)
-	}
-	for i, f := range physical.Fields {
-		if !slices.Contains(l.partIdx, i) {
-			l.fileSchema.Fields = append(l.fileSchema.Fields, f)
-			l.dataIdx = append(l.dataIdx, i)
-		}
-	}
-	l.writer = parquetio.WriterOptions{
-		Codec:         snap.Properties().CompressionCodec(),
-		WriteFieldIDs: snap.ColumnMappingMode() == delta.ColumnMappingID,
-	}
-	l.target = opts.TargetFileSize
-	if l.target <= 0 {
-		size, ok, err := snap.Properties().TargetFileSize()
-		if err != nil {
-			return nil, fmt.Errorf("table %s: %w", snap.Table().Location(), err)
-		}
-		l.target = delta.DefaultTargetFileSize
-		if ok {
-			l.target = size
-		}
-	}
-	l.writer.RowGroupBytes = min(max(l.target/4, 8<<10), parquetio.DefaultRowGroupBytes)
-	return l, nil
-}
-
-func (l *layout) now() time.Time {
-	if l.opts.Now != nil {
-		return l.opts.Now()
-	}
-	return time.Now()
-}
-
-// addFile describes a finished file for the log.
-func (l *layout) addFile(key string, pv delta.PartitionValues, res *parquetio.WriteResult) (*delta.AddFile, error) {
-	stats, err := l.snap.BuildStats(res.NumRows, res.Columns)
-	if err != nil {
-		return nil, fmt.Errorf("statistics of %s: %w", key, err)
-	}
-	return &delta.AddFile{
-		Path:               delta.EncodePath(key),
-		PartitionValues:    slices.Clone(pv),
-		Size:               res.Bytes,
-		ModificationTime:   l.now().UnixMilli(),
-		DataChange:         l.opts.DataChange,
-		Stats:              stats,
-		ClusteringProvider: l.opts.ClusteringProvider,
-	}, nil
-}
 
 // Writer writes logical rows as new data files of a table: routed to Hive-style partition
 // directories, in the physical schema, with the table's codec, rolled over at the target size.
@@ -161,7 +71,10 @@ func (w *Writer) Write(rows []types.Struct) error {
 		if err != nil {
 			return w.fail(err)
 		}
-		dir := partitionDir(w.l.snap, pv)
+		dir, err := w.l.dir(pv)
+		if err != nil {
+			return w.fail(err)
+		}
 		if _, ok := groups[dir]; !ok {
 			order = append(order, dir)
 			pvs[dir] = pv
@@ -242,12 +155,11 @@ func (w *Writer) writeTo(dir string, pv delta.PartitionValues, rows []types.Stru
 }
 
 func (w *Writer) start(dir string, pv delta.PartitionValues) (*openFile, error) {
-	key := dir + delta.DataFileName(w.seq, w.l.writer.Codec)
-	w.seq++
-	sw, err := w.l.snap.Table().Store().Create(w.ctx, key)
+	key, sw, err := w.l.create(w.ctx, dir, w.seq)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", key, err)
+		return nil, err
 	}
+	w.seq++
 	cw := &countingWriter{w: sw}
 	pw, err := parquetio.NewWriter(cw, w.l.fileSchema, w.l.writer)
 	if err != nil {
@@ -329,16 +241,6 @@ func (w *Writer) Abort(ctx context.Context) error {
 	errs = append(errs, deleteKeys(ctx, w.l.snap.Table().Store(), w.written))
 	w.written, w.done = nil, nil
 	w.fail(errors.New("writer aborted"))
-	return errors.Join(errs...)
-}
-
-func deleteKeys(ctx context.Context, store storage.Store, keys []string) error {
-	var errs []error
-	for _, k := range keys {
-		if err := store.Delete(ctx, k); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("delete %s: %w", k, err))
-		}
-	}
 	return errors.Join(errs...)
 }
 

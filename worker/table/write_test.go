@@ -152,18 +152,6 @@ func TestWriter_NamesPartitionDirectoriesLikeSpark(t *testing.T) {
 	}
 }
 
-func TestEscapePathName_EscapesWhatSparkEscapes(t *testing.T) {
-	cases := map[string]string{
-		"plain": "plain", "a b": "a b", "a/b": "a%2Fb", "a=b": "a%3Db", "50%": "50%25", "x:y": "x%3Ay",
-		"q?#": "q%3F%23", "{[]}^*'\"\\": "%7B%5B%5D}%5E%2A%27%22%5C", "tab\t": "tab%09", "ünï": "ünï",
-	}
-	for in, want := range cases {
-		if got := table.EscapePathName(in); got != want {
-			t.Errorf("EscapePathName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestWriter_RollsOverAtTheTargetFileSize(t *testing.T) {
 	store, _ := newStore(t)
 	tbl, snap, err := tabletest.Create(t.Context(), store, tabletest.AllTypesSchema(), nil, delta.ColumnMappingNone,

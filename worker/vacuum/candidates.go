@@ -11,7 +11,6 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
-	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
 // candidate is a file to delete.
@@ -113,7 +112,7 @@ func hiddenRule(snap *delta.Snapshot) func(name string) bool {
 func hiddenRuleFor(partitionColumns []string) func(name string) bool {
 	var prefixes []string
 	for _, n := range partitionColumns {
-		prefixes = append(prefixes, n+"=", table.EscapePathName(n)+"=")
+		prefixes = append(prefixes, n+"=", delta.EscapePathName(n)+"=")
 	}
 	return func(name string) bool {
 		if !strings.HasPrefix(name, "_") && !strings.HasPrefix(name, ".") {

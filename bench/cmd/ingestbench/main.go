@@ -99,7 +99,24 @@ type measurement struct {
 	load      string
 }
 
+// measure runs cmd and takes its wall and CPU time and peak RSS. A child's ru_maxrss starts from
+// the image of the process it was forked from (the kernel carries the old image's high-water mark
+// across exec), and this driver grows to hundreds of MiB running DuckDB in-process; so, where GNU
+// time exists, the command runs under it and the peak RSS is the one time reports for its own
+// small child. CPU time is the rusage of the whole subtree either way.
 func measure(cmd *exec.Cmd) (measurement, []byte, error) {
+	var rssFile string
+	if _, err := os.Stat("/usr/bin/time"); err == nil {
+		f, err := os.CreateTemp("", "ingestbench-rss-")
+		if err == nil {
+			rssFile = f.Name()
+			f.Close()
+			defer os.Remove(rssFile)
+			wrapped := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rssFile, cmd.Path}, cmd.Args[1:]...)...)
+			wrapped.Env = cmd.Env
+			cmd = wrapped
+		}
+	}
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	start := time.Now()
@@ -110,10 +127,26 @@ func measure(cmd *exec.Cmd) (measurement, []byte, error) {
 		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		m.rssKB = ru.Maxrss
 	}
+	if rssFile != "" {
+		if b, rerr := os.ReadFile(rssFile); rerr == nil {
+			var kb int64
+			if _, serr := fmt.Sscan(strings.TrimSpace(lastLine(string(b))), &kb); serr == nil {
+				m.rssKB = kb
+			}
+		}
+	}
 	if err != nil {
 		return m, nil, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, out.String())
 	}
 	return m, []byte(out.String()), nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }
 
 // ingestResult is what the benchmark reads from the CLI's JSON result.

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -28,8 +29,13 @@ type csvTokenizer struct {
 
 func (t *csvTokenizer) readLine() ([]byte, error) {
 	t.raw = t.raw[:0]
+	var l []byte
 	for {
 		part, err := t.br.ReadSlice('\n')
+		if err == nil && len(t.raw) == 0 {
+			l = part // the whole line is in the reader's buffer: no copy (valid until the next read)
+			break
+		}
 		t.raw = append(t.raw, part...)
 		if err == bufio.ErrBufferFull {
 			continue
@@ -43,7 +49,9 @@ func (t *csvTokenizer) readLine() ([]byte, error) {
 		break
 	}
 	t.line++
-	l := t.raw
+	if l == nil {
+		l = t.raw
+	}
 	if n := len(l); n > 0 && l[n-1] == '\n' {
 		l = l[:n-1]
 		if n := len(l); n > 0 && l[n-1] == '\r' {
@@ -112,9 +120,9 @@ func (t *csvTokenizer) next() (int64, error) {
 			}
 			t.quoted = append(t.quoted, true)
 		} else {
-			j := i
-			for j < len(l) && l[j] != t.delim {
-				j++
+			j := len(l)
+			if k := bytes.IndexByte(l[i:], t.delim); k >= 0 {
+				j = i + k
 			}
 			t.buf = append(t.buf, l[i:j]...)
 			i = j
@@ -286,11 +294,7 @@ func (r *csvReader) convert(rc *row) (types.Struct, error) {
 	n := r.tok.fields()
 	if n != len(r.cols) {
 		if r.p.o.Evolution != Rescue {
-			what := "the first record has"
-			if r.p.o.Header {
-				what = "the header has"
-			}
-			return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the record has %d fields but %s %d: check the delimiter (%q) and quoting", n, what, len(r.cols), r.p.o.Delimiter)}
+			return nil, r.fieldCountError(rc, n)
 		}
 		for i := len(r.cols); i < n; i++ {
 			rc.rescueValue("_c"+strconv.Itoa(i), r.tok.field(i))
@@ -325,6 +329,15 @@ func (r *csvReader) convert(rc *row) (types.Struct, error) {
 		out[idx] = v
 	}
 	return out, nil
+}
+
+// fieldCountError is the error of a record whose field count differs from the header's.
+func (r *csvReader) fieldCountError(rc *row, n int) error {
+	what := "the first record has"
+	if r.p.o.Header {
+		what = "the header has"
+	}
+	return &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the record has %d fields but %s %d: check the delimiter (%q) and quoting", n, what, len(r.cols), r.p.o.Delimiter)}
 }
 
 // sampleCSV widens acc by the types of up to SampleRows records.

@@ -96,8 +96,13 @@ func (r *jsonReader) wrapRead(err error) error {
 func (r *jsonReader) nextLine() ([]byte, error) {
 	for {
 		r.buf = r.buf[:0]
+		var line []byte
 		for {
 			part, err := r.br.ReadSlice('\n')
+			if err == nil && len(r.buf) == 0 {
+				line = part // the whole line is in the reader's buffer: no copy
+				break
+			}
 			r.buf = append(r.buf, part...)
 			if err == bufio.ErrBufferFull {
 				continue
@@ -111,7 +116,10 @@ func (r *jsonReader) nextLine() ([]byte, error) {
 			break
 		}
 		r.line++
-		if line := bytes.TrimSpace(r.buf); len(line) > 0 {
+		if line == nil {
+			line = r.buf
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
 			return line, nil
 		}
 	}
@@ -142,21 +150,12 @@ func (r *jsonReader) Next() ([]types.Struct, error) {
 			if !utf8.Valid(line) {
 				return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: errors.New("the line is not valid UTF-8: re-encode the file as UTF-8")}
 			}
-			if v, err = jsonlite.Parse(string(line)); err != nil {
-				if strings.Contains(err.Error(), "after root value") {
-					return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: errors.New("more than one JSON value on the line: write one object per line, or set multiLine=true")}
-				}
-				return nil, r.syntax(err, rc)
+			if v, err = r.parseLine(line, rc); err != nil {
+				return nil, err
 			}
 		}
-		if v.Kind() != jsonlite.Object {
-			return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the row is a JSON %s, not an object", liteKind(v))}
-		}
-		rowOut, err := r.p.jsonStruct(v, r.p.schema, nil, rc)
+		rowOut, err := r.convertRow(v, rc)
 		if err != nil {
-			return nil, err
-		}
-		if err := r.p.finish(rc, rowOut); err != nil {
 			return nil, err
 		}
 		out = append(out, rowOut)
@@ -170,6 +169,42 @@ func (r *jsonReader) Next() ([]types.Struct, error) {
 		return nil, io.EOF
 	}
 	return out, nil
+}
+
+// parseLine parses one line of newline-delimited JSON.
+func (r *jsonReader) parseLine(line []byte, rc *row) (*jsonlite.Value, error) {
+	v, err := jsonlite.Parse(string(line))
+	if err != nil {
+		if strings.Contains(err.Error(), "after root value") {
+			return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: errors.New("more than one JSON value on the line: write one object per line, or set multiLine=true")}
+		}
+		return nil, r.syntax(err, rc)
+	}
+	return v, nil
+}
+
+// convertRow converts one parsed row into the table schema.
+func (r *jsonReader) convertRow(v *jsonlite.Value, rc *row) (types.Struct, error) {
+	if v.Kind() != jsonlite.Object {
+		return nil, &Error{File: r.p.uri, Row: rc.num, Line: rc.line, Err: fmt.Errorf("the row is a JSON %s, not an object", liteKind(v))}
+	}
+	out, err := r.p.jsonStruct(v, r.p.schema, nil, rc)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.p.finish(rc, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parseRow is parseLine and convertRow: one line through the row path.
+func (r *jsonReader) parseRow(line []byte, rc *row) (types.Struct, error) {
+	v, err := r.parseLine(line, rc)
+	if err != nil {
+		return nil, err
+	}
+	return r.convertRow(v, rc)
 }
 
 // liteKind names a value's JSON type for messages.

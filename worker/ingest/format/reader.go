@@ -56,9 +56,17 @@ func Open(ctx context.Context, store storage.Store, file source.File, uri string
 	closer := func() error { return errors.Join(body.Close(), ra.Close()) }
 	switch o.Format {
 	case JSON:
-		return newJSONReader(body, closer, p)
+		rd, err := newJSONReader(body, closer, p)
+		if err != nil {
+			return nil, err
+		}
+		return newJSONColumnReader(rd.(*jsonReader)), nil
 	case CSV:
-		return newCSVReader(body, closer, p)
+		rd, err := newCSVReader(body, closer, p)
+		if err != nil {
+			return nil, err
+		}
+		return &csvColumnReader{csvReader: rd.(*csvReader), c: newColumnar(p)}, nil
 	}
 	closer()
 	return nil, fmt.Errorf("format %q: use parquet, json or csv", o.Format)

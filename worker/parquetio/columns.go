@@ -4,15 +4,18 @@ import (
 	"errors"
 )
 
-// The columnar reader decodes a batch of rows one leaf column at a time into flat vectors instead of
-// assembling a types.Struct per row. It exists for Delta checkpoints: a million-file checkpoint is a
-// million rows of a few dozen small columns, where the row reader's per-value boxing, per-row structs
-// and maps cost more than the decoding itself, and where the caller (worker/delta) wants strings and
-// integers, not logical values. It understands the shapes checkpoints use — structs, strings, booleans,
-// integers read as long, and lists and maps of those that are not nested in another list or map — in
-// every layout the row reader accepts (it shares its planner: legacy lists and maps, absent columns,
-// widening). Other shapes are refused up front with ErrColumnsUnsupported, so a caller can fall back to
-// File.Rows before it has read anything.
+// The columnar reader (File.Columns) decodes a batch of rows one leaf column at a time into flat
+// vectors (Vector) instead of assembling a types.Struct per row, for callers that want strings,
+// integers and booleans rather than logical values and read many rows of a few dozen small
+// columns: there the row reader's per-value boxing, per-row structs and maps cost more than the
+// decoding itself. worker/delta decodes every checkpoint with it.
+//
+// It understands structs, strings, booleans, integers read as long, and lists and maps of those
+// that are not nested in another list or map, in every layout the row reader accepts (it shares
+// its planner: legacy lists and maps, absent columns, widening). It reads row groups in any order,
+// ranges of rows within one (pages before the range skipped by their headers), and skips the
+// batches of sparse fields whose guard columns are null. Other shapes are refused up front with
+// ErrColumnsUnsupported, before anything is read.
 
 // ErrColumnsUnsupported is matched by errors of File.Columns for schemas (or stored layouts) the
 // columnar reader does not handle; File.Rows reads them.

@@ -83,7 +83,7 @@ func vectorValue(v *Vector, t types.DataType, i int) types.Value {
 }
 
 // columnarSubset keeps the fields of a schema the columnar reader handles, with integers widened to
-// long as checkpoint readers request them; nil when nothing is left.
+// long as callers request them; nil when nothing is left.
 func columnarSubset(t types.DataType, inList bool) types.DataType {
 	switch t := t.(type) {
 	case *types.PrimitiveType:
@@ -176,9 +176,10 @@ func openFile(t *testing.T, path string) *File {
 	return f
 }
 
-// checkpointLikeSchema has the shapes of a Delta checkpoint: nullable top-level structs holding
-// strings, integers of both widths, booleans, a nested struct, maps and lists.
-func checkpointLikeSchema() *types.StructType {
+// sparseStructsSchema has the shapes the columnar reader is for (those of a Delta checkpoint, whose
+// field names it borrows): nullable top-level structs, one non-null per row, holding strings,
+// integers of both widths, booleans, a nested struct, maps and lists.
+func sparseStructsSchema() *types.StructType {
 	strMap := &types.MapType{KeyType: prim(types.TypeString), ValueType: prim(types.TypeString), ValueContainsNull: true}
 	return structOf(
 		field("add", structOf(
@@ -201,10 +202,10 @@ func checkpointLikeSchema() *types.StructType {
 	)
 }
 
-// widenedRead is the read schema of checkpointLikeSchema: integers as long.
+// widenedRead is the read schema of sparseStructsSchema: integers as long.
 func widenedRead(t types.DataType) types.DataType { return columnarSubset(t, false) }
 
-func checkpointLikeRows(n int) []types.Struct {
+func sparseStructsRows(n int) []types.Struct {
 	rows := make([]types.Struct, 0, n)
 	for i := range n {
 		if i%97 == 3 {
@@ -245,8 +246,8 @@ func checkpointLikeRows(n int) []types.Struct {
 }
 
 func TestColumns_MatchRowsAcrossPagesRowGroupsAndEncodings(t *testing.T) {
-	schema := checkpointLikeSchema()
-	rows := checkpointLikeRows(5000)
+	schema := sparseStructsSchema()
+	rows := sparseStructsRows(5000)
 	for _, opts := range []WriterOptions{
 		{},
 		{RowGroupRows: 1234, PageBytes: 4096},
@@ -268,8 +269,8 @@ func TestColumns_MatchRowsAcrossPagesRowGroupsAndEncodings(t *testing.T) {
 }
 
 func TestColumns_RowGroupSelection(t *testing.T) {
-	schema := checkpointLikeSchema()
-	rows := checkpointLikeRows(3000)
+	schema := sparseStructsSchema()
+	rows := sparseStructsRows(3000)
 	data, _ := writeRows(t, schema, rows, WriterOptions{RowGroupRows: 1000})
 	f := openBytes(t, data)
 	if f.NumRowGroups() != 3 {
@@ -294,9 +295,9 @@ func TestColumns_RowGroupSelection(t *testing.T) {
 }
 
 func TestColumns_RowRangesSkipPagesAndKeepRowsWhole(t *testing.T) {
-	schema := checkpointLikeSchema()
+	schema := sparseStructsSchema()
 	read := widenedRead(schema).(*types.StructType)
-	rows := checkpointLikeRows(6000)
+	rows := sparseStructsRows(6000)
 	for _, opts := range []WriterOptions{
 		{RowGroupRows: 2500, PageBytes: 1024},
 		{RowGroupRows: 2500, PageBytes: 300, DictionaryBytes: -1},
@@ -336,9 +337,9 @@ func TestColumns_RowRangesSkipPagesAndKeepRowsWhole(t *testing.T) {
 }
 
 func TestColumns_SparseFieldsSkipBatchesWithoutTheirGuards(t *testing.T) {
-	schema := checkpointLikeSchema()
+	schema := sparseStructsSchema()
 	read := widenedRead(schema).(*types.StructType)
-	rows := checkpointLikeRows(5000)
+	rows := sparseStructsRows(5000)
 	for i := 1500; i < 4000; i++ {
 		rows[i] = types.Struct{rows[i][0], nil} // a long stretch without protocol
 	}
@@ -468,8 +469,8 @@ func TestColumns_RefusesWhatItCannotDecode(t *testing.T) {
 }
 
 func TestColumns_ReportsColumnsThatDisagreeWithTheFooter(t *testing.T) {
-	schema := checkpointLikeSchema()
-	data, _ := writeRows(t, schema, checkpointLikeRows(300), WriterOptions{})
+	schema := sparseStructsSchema()
+	data, _ := writeRows(t, schema, sparseStructsRows(300), WriterOptions{})
 	read := widenedRead(schema).(*types.StructType)
 	for _, rows := range []int64{299, 301} {
 		f := openBytes(t, data)
@@ -481,8 +482,8 @@ func TestColumns_ReportsColumnsThatDisagreeWithTheFooter(t *testing.T) {
 }
 
 func TestColumnAllNull_FollowsChunkStatistics(t *testing.T) {
-	schema := checkpointLikeSchema()
-	rows := checkpointLikeRows(2000)
+	schema := sparseStructsSchema()
+	rows := sparseStructsRows(2000)
 	for i := 1000; i < 2000; i++ {
 		rows[i] = types.Struct{rows[i][0], nil} // no protocol in the second row group
 	}

@@ -1,10 +1,70 @@
 package delta
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"slices"
 
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
+
+// The test oracle for the checkpoint decoder: every row a types.Struct through parquetio's logical
+// reader (File.Rows), converted into actions by rowConverter, written as plainly as possible from
+// the protocol's description of each action. Production decodes checkpoints with ckDecoder
+// (checkpoint_read_columns.go) only; the differential tests compare the two on every conformance
+// checkpoint and on generated files. A new checkpoint action field is added to checkpointColumn
+// and ckDecoder, and here so that the tests compare it.
+
+// oracleSchema is the oracle's read schema for a request: the columnar decoder's, with
+// add.stats_parsed as a field of add when it is read in step.
+func oracleSchema(s ckReadSchemas) *types.StructType {
+	out := &types.StructType{}
+	for _, f := range s.columns.Fields {
+		if f.Name == "add" && s.statsParsed != nil {
+			add := f.Type.(*types.StructType)
+			f = field("add", &types.StructType{Fields: append(slices.Clip(add.Fields), &types.StructField{Name: "stats_parsed", Type: s.statsParsed, Nullable: true})})
+		}
+		out.Fields = append(out.Fields, f)
+	}
+	return out
+}
+
+// oracleRead decodes a whole checkpoint file with the oracle, in batches of batchSize rows.
+func oracleRead(ctx context.Context, f *ckFile, req parquetReadRequest, in *interner, batchSize int, fn func(*Action) error) error {
+	schema := oracleSchema(f.readSchemas(req))
+	if len(schema.Fields) == 0 {
+		return nil
+	}
+	rows, err := f.pf.Rows(ctx, schema, parquetio.ReadOptions{BatchSize: batchSize})
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", f.key, err)
+	}
+	defer rows.Close()
+	conv := newRowConverter(schema, in)
+	for {
+		batch, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: %w", f.key, err)
+		}
+		for _, row := range batch.Rows {
+			a, err := conv.action(row)
+			if err != nil {
+				return err
+			}
+			if a != nil {
+				if err := fn(a); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
 
 // rowConverter turns checkpoint rows (one non-null top-level struct each) into actions.
 type rowConverter struct {

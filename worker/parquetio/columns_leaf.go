@@ -304,8 +304,8 @@ func (c *chunkReader) nextOrSkip(p *rawPage, maxSkip int) (int, error) {
 }
 
 // columnLeaves keeps the buffers of closed readers' columns (page, decompression, value and batch
-// buffers, up to a few MiB per reader) for the next reader: a checkpoint read in parallel ranges
-// opens a reader per range, and fresh buffers for each made a tenth of the load's garbage.
+// buffers, up to a few MiB per reader) for the next reader: a file read in parallel ranges (a
+// checkpoint) opens a reader per range, and fresh buffers for each made a tenth of the load's garbage.
 var columnLeaves sync.Pool
 
 func getColumnLeaf(f *File, leaf *pqNode) *columnLeaf {

@@ -1,0 +1,158 @@
+package parquetio
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+func flatTestSchema() *types.StructType {
+	col := func(name, typ string, nullable bool) *types.StructField {
+		return &types.StructField{Name: name, Type: types.Primitive(typ), Nullable: nullable}
+	}
+	return &types.StructType{Fields: []*types.StructField{
+		col("id", types.TypeLong, false), col("s", types.TypeString, true), col("i", types.TypeInteger, true),
+		col("sh", types.TypeShort, true), col("b", types.TypeByte, true), col("d", types.TypeDouble, true),
+		col("f", types.TypeFloat, true), col("ok", types.TypeBoolean, true), col("day", types.TypeDate, true),
+		col("ts", types.TypeTimestamp, true), col("ntz", types.TypeTimestampNTZ, true), col("bin", types.TypeBinary, true),
+	}}
+}
+
+func flatTestRows(n int) []types.Struct {
+	rows := make([]types.Struct, n)
+	for r := range rows {
+		row := types.Struct{int64(r), fmt.Sprintf("s%03d", r%300), int32(r * 7), int16(r % 1000), int8(r % 100),
+			float64(r) / 3, float32(r) / 7, r%3 == 0, types.Date(19000 + r%500), types.Timestamp(int64(r) * 1_000_003),
+			types.TimestampNTZ(-int64(r) * 999), []byte{byte(r), byte(r >> 8)}}
+		for c := 1; c < len(row); c++ {
+			if (r+c)%(c+3) == 0 {
+				row[c] = nil
+			}
+		}
+		if r == 5 {
+			row[5] = math.NaN()
+		}
+		rows[r] = row
+	}
+	return rows
+}
+
+// WriteColumns writes the same file content as Write for the same rows: values, nulls and the
+// exact statistics; a selection writes exactly the selected rows, in its order.
+func TestWriteColumns_SameRowsAndStatsAsWrite(t *testing.T) {
+	schema := flatTestSchema()
+	if !FlatSchema(schema) {
+		t.Fatal("the flat schema is not flat")
+	}
+	rows := flatTestRows(5000)
+	batch := NewFlatBatch(schema, len(rows))
+	for _, row := range rows {
+		for i, f := range schema.Fields {
+			if err := batch.Cols[i].AppendValue(f.Type, row[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batch.Rows++
+	}
+	// Every row back as a logical value, as the row path holds it.
+	for r, row := range rows {
+		for i, f := range schema.Fields {
+			if got := batch.Cols[i].Value(f.Type, r); fmt.Sprint(got) != fmt.Sprint(row[i]) {
+				t.Fatalf("row %d column %s: Value %v, appended %v", r, f.Name, got, row[i])
+			}
+		}
+	}
+	opts := WriterOptions{RowGroupBytes: 32 << 10}
+	want, wantRes := writeRows(t, schema, rows, opts)
+
+	var buf memWriter
+	w, err := NewWriter(&buf, schema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for lo := 0; lo < len(rows); lo += 777 { // the calls writeRows makes, so row groups end alike
+		sel := make([]int32, 0, 777)
+		for r := lo; r < min(lo+777, len(rows)); r++ {
+			sel = append(sel, int32(r))
+		}
+		if err := w.WriteColumns(batch, sel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("WriteColumns wrote %d bytes that differ from Write's %d", buf.Len(), len(want))
+	}
+	// All rows in one call (sel nil).
+	var bufAll memWriter
+	wAll, _ := NewWriter(&bufAll, schema, opts)
+	if err := wAll.WriteColumns(batch, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wAll.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, openBytes(t, bufAll.Bytes()), schema, ReadOptions{}); fmt.Sprint(got) != fmt.Sprint(rows) {
+		t.Fatalf("one WriteColumns call: read back %d rows that differ from the %d written", len(got), len(rows))
+	}
+	got := readAll(t, openBytes(t, buf.Bytes()), schema, ReadOptions{})
+	if len(got) != len(rows) || fmt.Sprint(got) != fmt.Sprint(rows) {
+		t.Fatalf("read back %d rows that differ from the %d written", len(got), len(rows))
+	}
+	assertStats(t, schema, rows, res)
+	if fmt.Sprint(res.Columns) != fmt.Sprint(wantRes.Columns) {
+		t.Errorf("statistics differ:\n%v\n%v", res.Columns, wantRes.Columns)
+	}
+
+	// A selection: every third row, backwards.
+	var sel []int32
+	var selRows []types.Struct
+	for r := len(rows) - 1; r >= 0; r -= 3 {
+		sel, selRows = append(sel, int32(r)), append(selRows, rows[r])
+	}
+	var buf2 memWriter
+	w2, _ := NewWriter(&buf2, schema, opts)
+	if err := w2.WriteColumns(batch, sel); err != nil {
+		t.Fatal(err)
+	}
+	res2, err := w2.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got2 := readAll(t, openBytes(t, buf2.Bytes()), schema, ReadOptions{})
+	if fmt.Sprint(got2) != fmt.Sprint(selRows) {
+		t.Fatalf("the selection read back differs (%d rows, want %d)", len(got2), len(selRows))
+	}
+	assertStats(t, schema, selRows, res2)
+}
+
+func TestWriteColumns_RefusesNullsInRequiredColumnsAndNestedSchemas(t *testing.T) {
+	schema := flatTestSchema()
+	b := NewFlatBatch(schema, 1)
+	for i, f := range schema.Fields {
+		b.Cols[i].AppendValue(f.Type, nil)
+	}
+	b.Rows = 1
+	var buf memWriter
+	w, _ := NewWriter(&buf, schema, WriterOptions{})
+	if err := w.WriteColumns(b, nil); err == nil {
+		t.Fatal("a null id (NOT NULL) was written")
+	}
+	nested := &types.StructType{Fields: []*types.StructField{{Name: "a", Type: &types.ArrayType{ElementType: types.Primitive(types.TypeLong), ContainsNull: true}, Nullable: true}}}
+	if FlatSchema(nested) {
+		t.Fatal("an array column counts as flat")
+	}
+	if FlatSchema(&types.StructType{Fields: []*types.StructField{{Name: "d", Type: types.Decimal(10, 2), Nullable: true}}}) {
+		t.Fatal("a decimal column counts as flat")
+	}
+	w2, _ := NewWriter(&buf, nested, WriterOptions{})
+	if err := w2.WriteColumns(&FlatBatch{Rows: 0, Cols: make([]FlatColumn, 1)}, nil); err == nil {
+		t.Fatal("WriteColumns took a nested schema")
+	}
+}
