@@ -40,6 +40,10 @@ test: ## Run every test: lint, unit, conformance, S3, envtest (real kube-apiserv
 torture: ## The full torture suite: SIGKILLs, racing appenders, S3 faults (make test runs it at CI size).
 	hack/torture.sh
 
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 60s), one after another (make test runs their seeds).
+	hack/fuzz.sh
+
 .PHONY: e2e
 e2e: ## End-to-end tests on a real single-node cluster (root; host packages: hack/install-host-deps.sh).
 	hack/e2e.sh

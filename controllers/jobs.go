@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
+	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
 // The worker pod's fixed shape. The worker image is the manager's own image (one binary): its entrypoint is
@@ -193,8 +194,10 @@ func BuildJob(r *JobRequest) *batchv1.Job {
 	return job
 }
 
-// podFailurePolicy fails the Job at once when the worker refuses (exit code 2: retrying cannot help) and
-// does not count disruptions (eviction, preemption) against backoffLimit: runs are idempotent.
+// podFailurePolicy fails the Job at once when the worker refuses (result.ExitRefused: a corrupt table,
+// an unsupported feature, a bad argument; retrying cannot help, see docs/exit-codes.md), lets failures
+// (result.ExitFailed: may pass on retry) count against backoffLimit, and does not count disruptions
+// (eviction, preemption) at all: runs are idempotent.
 func podFailurePolicy() *batchv1.PodFailurePolicy {
 	return &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
 		{
@@ -202,7 +205,7 @@ func podFailurePolicy() *batchv1.PodFailurePolicy {
 			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
 				ContainerName: ptr.To(workerContainer),
 				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
-				Values:        []int32{2},
+				Values:        []int32{result.ExitRefused},
 			},
 		},
 		{

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
 func main() {
@@ -24,9 +26,10 @@ func main() {
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "deltakeeper",
-		Short:         "Keep Delta Lake tables fast and healthy",
-		Long:          "deltakeeper is a Kubernetes operator and a command-line tool that compacts, clusters, vacuums and\ncheckpoints Delta Lake tables on S3 or local disk.",
+		Use:   "deltakeeper",
+		Short: "Keep Delta Lake tables fast and healthy",
+		Long: "deltakeeper is a Kubernetes operator and a command-line tool that compacts, clusters, vacuums and\ncheckpoints Delta Lake tables on S3 or local disk.\n\n" +
+			result.ExitCodesHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -24,3 +24,39 @@ func ConformanceDir(t testing.TB) string {
 	}
 	return dir
 }
+
+// ConformanceLogFiles returns the commit files (_delta_log/*.json) of every conformance table, for
+// tests and fuzz targets that take their seeds from real logs. A missing corpus fails the test.
+func ConformanceLogFiles(t testing.TB) []string {
+	t.Helper()
+	return conformanceFiles(t, func(p string) bool {
+		return filepath.Base(filepath.Dir(p)) == "_delta_log" && filepath.Ext(p) == ".json"
+	})
+}
+
+// ConformanceFiles returns the files of every conformance table whose path matches keep.
+func ConformanceFiles(t testing.TB, keep func(path string) bool) []string {
+	t.Helper()
+	return conformanceFiles(t, keep)
+}
+
+func conformanceFiles(t testing.TB, keep func(string) bool) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(ConformanceDir(t), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && keep(p) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk the conformance tables: %v", err)
+	}
+	if len(out) == 0 {
+		t.Fatal("the conformance tables hold no file the test can use")
+	}
+	return out
+}

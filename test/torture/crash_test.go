@@ -25,11 +25,11 @@ type crashCommand struct {
 	// judge checks the table after a run, killed (complete=false) or not. nil means a
 	// maintenance command: the rows are exactly those before. A command that changes rows (ingest)
 	// says here which states are allowed: before, or before plus its batch exactly once.
-	judge func(before, after tableState, complete bool) error
+	judge func(f *fixture, before, after tableState, complete bool) error
 }
 
-// crashCommands are the commands under torture. Adding a command (ingest, once it exists) is one
-// entry here.
+// crashCommands are the commands under torture. Adding a command is one entry here (ingest's is in
+// crash_ingest_test.go, with its own judgement).
 var crashCommands = []crashCommand{
 	{
 		name: "optimize", shape: partitioned,
@@ -90,9 +90,9 @@ var crashCommands = []crashCommand{
 }
 
 // judgeRun applies the command's judgement, the rows-unchanged rule by default.
-func (c crashCommand) judgeRun(before, after tableState, complete bool) error {
+func (c crashCommand) judgeRun(f *fixture, before, after tableState, complete bool) error {
 	if c.judge != nil {
-		return c.judge(before, after, complete)
+		return c.judge(f, before, after, complete)
 	}
 	return sameRows(before, after)
 }
@@ -144,7 +144,7 @@ func crashCell(t *testing.T, b backend, c crashCommand, quota int) {
 			if err != nil {
 				t.Fatalf("after %s:\n%v\n%s", what, err, replayHint(t))
 			}
-			if err := c.judgeRun(before, after, !out.killed); err != nil {
+			if err := c.judgeRun(f, before, after, !out.killed); err != nil {
 				t.Fatalf("after %s:\nthe table changed: %v\n%s", what, err, replayHint(t))
 			}
 			if out.killed {
@@ -159,7 +159,7 @@ func crashCell(t *testing.T, b backend, c crashCommand, quota int) {
 		mustSucceed(t, fmt.Sprintf("cycle %d: the run after the kills", cycle), out)
 		est.update(out)
 		after := mustState(t, f.observer, "after the run that followed the kills")
-		if err := c.judgeRun(before, after, true); err != nil {
+		if err := c.judgeRun(f, before, after, true); err != nil {
 			t.Fatalf("cycle %d: the run after the kills changed the table: %v\n%s\n%s", cycle, err, out, replayHint(t))
 		}
 	}

@@ -114,7 +114,7 @@ func faultCell(t *testing.T, c crashCommand, runs int) {
 		if err != nil {
 			t.Fatalf("after %s\n%v\n%s", what, err, replayHint(t))
 		}
-		if err := c.judgeRun(before, after, out.succeeded()); err != nil {
+		if err := c.judgeRun(f, before, after, out.succeeded()); err != nil {
 			t.Fatalf("after %s\nthe table changed: %v\n%s", what, err, replayHint(t))
 		}
 		if out.succeeded() {
@@ -129,7 +129,7 @@ func faultCell(t *testing.T, c crashCommand, runs int) {
 		clean := r.run(c.steps(rng, s.location), killPlan{}, 0)
 		mustSucceed(t, fmt.Sprintf("the clean run after %s", what), clean)
 		final := mustState(t, f.observer, "after the clean run")
-		if err := c.judgeRun(before, final, true); err != nil {
+		if err := c.judgeRun(f, before, final, true); err != nil {
 			t.Fatalf("the clean run after %s\nchanged the table: %v\n%s", what, err, replayHint(t))
 		}
 	}

@@ -37,8 +37,9 @@ func newMaintainCmd(mode Mode) *cobra.Command {
 that order, and reports one step each (this is the command the operator's Jobs run). Each step's
 flags follow it; see optimize, vacuum and checkpoint for their meaning. On a clustered table
 --optimize and --cluster both mean incremental clustering, run once. A step that fails does not stop
-the later ones (a failed compaction is no reason to skip vacuum); the run's outcome is the worst of
-its steps, and the table facts in the result describe the table after the run.`,
+the later ones (a failed compaction is no reason to skip vacuum), but a step that finds the table
+corrupt does: deleting or checkpointing a broken table can only make it worse. The run's outcome is
+the worst of its steps, and the table facts in the result describe the table after the run.`,
 		Example: `  deltakeeper maintain ./orders --optimize --vacuum --checkpoint --log-cleanup
   deltakeeper worker maintain s3://lake/events --optimize --target-file-size 268435456 --vacuum --retention 168h0m0s -o json --result-file /dev/termination-log`,
 		Args: cobra.ExactArgs(1),
@@ -116,6 +117,7 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 	}
 	res := &result.Result{}
 	var errs []error
+	corrupt := false // a step found the table corrupt: the later steps must not touch it
 	step := func(op *result.Op, err error) {
 		if err != nil {
 			err = tableError(err)
@@ -125,13 +127,14 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 			}
 			op.Outcome, op.Reason = result.Classify(err)
 			op.Message = err.Error()
+			corrupt = corrupt || op.Reason == result.ReasonCorruptTable
 		}
 		res.Ops = append(res.Ops, *op)
 	}
 	if f.optimize || f.cluster {
 		maintainLayout(e, tbl, f, opts, zorder, step)
 	}
-	if f.vacuum && e.ctx.Err() == nil {
+	if f.vacuum && e.ctx.Err() == nil && !corrupt {
 		rep, err := vacuum.Run(e.ctx, tbl, vopts, func(s string) { e.progress.update("vacuum: %s", s) })
 		var op *result.Op
 		if rep != nil {
@@ -142,7 +145,7 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 		}
 		step(op, err)
 	}
-	if f.checkpoint && e.ctx.Err() == nil {
+	if f.checkpoint && e.ctx.Err() == nil && !corrupt {
 		ops, err := checkpointSteps(e.ctx, tbl, f.logCleanup, e.text)
 		// checkpointSteps already classified its error into the op; count it once.
 		res.Ops = append(res.Ops, ops...)

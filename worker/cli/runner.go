@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,9 +30,47 @@ const (
 	Job
 )
 
-// Constructors returns the constructors of every table command.
+// Constructors returns the constructors of every table command. Each command's help ends with the
+// exit codes (worker/result's one taxonomy), as its mode uses them.
 func Constructors() []func(Mode) *cobra.Command {
-	return commands
+	out := make([]func(Mode) *cobra.Command, len(commands))
+	for i, c := range commands {
+		out[i] = func(m Mode) *cobra.Command {
+			cmd := c(m)
+			cmd.Long = strings.TrimRight(cmd.Long, "\n") + "\n\n" + ExitCodesHelp(m)
+			refuseBadUsage(cmd)
+			return cmd
+		}
+	}
+	return out
+}
+
+// refuseBadUsage makes an unknown flag, a flag value that does not parse or a wrong number of
+// arguments a refusal (exit 2, like every other bad argument) instead of cobra's plain error,
+// which the binary would report as exit 1, "may pass on retry".
+func refuseBadUsage(cmd *cobra.Command) {
+	usage := func(c *cobra.Command, err error) error {
+		fmt.Fprintf(c.ErrOrStderr(), "%s refused: %v (see --help)\n", c.Name(), err)
+		return exitError{code: result.ExitRefused, err: err}
+	}
+	cmd.SetFlagErrorFunc(usage)
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return usage(c, err)
+			}
+			return nil
+		}
+	}
+}
+
+// ExitCodesHelp is the exit-code section of the help of a command run in mode m.
+func ExitCodesHelp(m Mode) string {
+	text := result.ExitCodesHelp()
+	if m == Job {
+		text += "  Under `deltakeeper worker` (this command) nothing to do exits 0.\n"
+	}
+	return text
 }
 
 // commands is filled by each command's file, so adding a command touches only its own file.

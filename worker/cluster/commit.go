@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
@@ -63,7 +64,10 @@ func (c *rewriteCommit) commit(ctx context.Context, tbl *delta.Table, snap *delt
 			return delta.NoVersion, &outcomeUnknown{err: err}
 		}
 		if !errors.Is(err, delta.ErrConcurrentModification) || attempt >= maxRebases {
-			return delta.NoVersion, result.Fail(result.ReasonConflict, err)
+			if errors.Is(err, delta.ErrConcurrentModification) {
+				return delta.NoVersion, result.Fail(result.ReasonConflict, err)
+			}
+			return delta.NoVersion, errclass.Of(err)
 		}
 		latest, lerr := tbl.Latest(ctx)
 		if lerr != nil {

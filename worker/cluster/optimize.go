@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/result"
-	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 )
 
@@ -50,7 +50,7 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 	}
 	sel, err := selectFiles(snap, logical, names, opts, target)
 	if err != nil {
-		return finish(result.Fail(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
+		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
 	}
 	mode := "incremental"
 	if opts.Full {
@@ -207,25 +207,8 @@ func withMemoryLimit(limit int64) func() {
 	return func() { debug.SetMemoryLimit(prev) }
 }
 
-// classifyIO gives rewrite errors an outcome: refusals and context errors as they are, the rest as
-// failures that may pass on retry.
-func classifyIO(err error) error {
-	var re *result.Error
-	if err == nil || errors.As(err, &re) {
-		return err
-	}
-	if errors.Is(err, delta.ErrUnsupportedTable) {
-		return result.Refuse(result.ReasonUnsupportedFeature, err)
-	}
-	if errors.Is(err, storage.ErrNotFound) {
-		// A file the log references is missing: the table is broken (or was vacuumed too early).
-		return result.Refuse(result.ReasonCorruptTable, err)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return result.Fail(result.ReasonInternal, err)
-	}
-	return result.Fail(result.ReasonUnreachable, err)
-}
+// classifyIO gives rewrite errors an outcome (worker/errclass decides for every command).
+func classifyIO(err error) error { return errclass.Of(err) }
 
 func say(progress func(string), format string, args ...any) {
 	if progress != nil {

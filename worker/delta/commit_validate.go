@@ -134,7 +134,9 @@ func (tx *Transaction) validateRewrite(fail func(string, ...any) error, removedR
 		}
 	}
 	if rowsKnown && addedRows != removedRows {
-		return fail("the new files hold %d rows but the removed files held %d live rows", addedRows, removedRows)
+		// Deterministic: the statistics of the removed files do not match their data, or the rewrite
+		// is wrong; neither heals on retry.
+		return fmt.Errorf("%w: %w", fail("the new files hold %d rows but the removed files held %d live rows", addedRows, removedRows), ErrCorruptTable)
 	}
 	if props.flag(PropEnableRowTracking) && tx.protocol().HasWriterFeature(FeatureRowTracking) && !props.flag(PropRowTrackingSuspended) {
 		if !tx.opts.RowTrackingPreserved {

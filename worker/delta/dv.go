@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"path"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -70,7 +73,13 @@ func (d *DeletionVectorDescriptor) StorageKey(tableLocation string) (string, err
 		if prefix == "" {
 			return name, nil
 		}
-		return prefix + "/" + name, nil
+		// The prefix names a directory under the table root: one or more plain path segments.
+		key := prefix + "/" + name
+		if strings.HasPrefix(prefix, "/") || path.Clean(key) != key || !utf8.ValidString(prefix) ||
+			strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return "", fmt.Errorf("deletion vector %q: prefix %q is not a relative directory under the table", s, prefix)
+		}
+		return key, nil
 	case DVStoragePath:
 		key, err := ObjectKey(tableLocation, d.PathOrInlineDv)
 		if err != nil {
@@ -109,16 +118,16 @@ func LoadDeletionVector(ctx context.Context, store storage.Store, d *DeletionVec
 	case DVStorageInline:
 		raw, err := z85DecodeString(d.PathOrInlineDv)
 		if err != nil {
-			return nil, fmt.Errorf("inline deletion vector: %w", err)
+			return nil, fmt.Errorf("inline deletion vector: %w: %w", err, ErrCorruptTable)
 		}
 		if int(d.SizeInBytes) > len(raw) || d.SizeInBytes < 0 {
-			return nil, fmt.Errorf("inline deletion vector: sizeInBytes %d exceeds the %d decoded bytes", d.SizeInBytes, len(raw))
+			return nil, fmt.Errorf("inline deletion vector: sizeInBytes %d exceeds the %d decoded bytes: %w", d.SizeInBytes, len(raw), ErrCorruptTable)
 		}
 		data = raw[:d.SizeInBytes]
 	default:
 		key, err := d.StorageKey(store.Location())
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", err, ErrCorruptTable)
 		}
 		data, err = readStoredDV(ctx, store, key, d.offset(), d.SizeInBytes)
 		if err != nil {
@@ -127,10 +136,10 @@ func LoadDeletionVector(ctx context.Context, store storage.Store, d *DeletionVec
 	}
 	bm, err := DecodeRoaringBitmapArray(data)
 	if err != nil {
-		return nil, fmt.Errorf("deletion vector %s: %w", d.UniqueID(), err)
+		return nil, fmt.Errorf("deletion vector %s: %w: %w", d.UniqueID(), err, ErrCorruptTable)
 	}
 	if got := bm.GetCardinality(); got != uint64(d.Cardinality) {
-		return nil, fmt.Errorf("deletion vector %s: bitmap holds %d rows but the log says cardinality %d; the DV file does not match the table log", d.UniqueID(), got, d.Cardinality)
+		return nil, fmt.Errorf("deletion vector %s: bitmap holds %d rows but the log says cardinality %d; the DV file does not match the table log: %w", d.UniqueID(), got, d.Cardinality, ErrCorruptTable)
 	}
 	return bm, nil
 }
@@ -142,7 +151,7 @@ func readStoredDV(ctx context.Context, store storage.Store, key string, offset i
 		return nil, err
 	}
 	if size < 0 {
-		return nil, fmt.Errorf("negative sizeInBytes %d", size)
+		return nil, fmt.Errorf("negative sizeInBytes %d: %w", size, ErrCorruptTable)
 	}
 	r, err := store.Open(ctx, key)
 	if err != nil {
@@ -150,25 +159,25 @@ func readStoredDV(ctx context.Context, store storage.Store, key string, offset i
 	}
 	defer r.Close()
 	if end := offset + int64(size) + 8; offset < 0 || end > r.Size() {
-		return nil, fmt.Errorf("%s: record [%d, %d) lies outside the %d-byte file", key, offset, end, r.Size())
+		return nil, fmt.Errorf("%s: record [%d, %d) lies outside the %d-byte file: %w", key, offset, end, r.Size(), ErrCorruptTable)
 	}
 	var version [1]byte
 	if _, err := r.ReadAt(version[:], 0); err != nil {
 		return nil, fmt.Errorf("read %s: %w", key, err)
 	}
 	if version[0] != 1 {
-		return nil, fmt.Errorf("%s: unsupported deletion vector file format version %d", key, version[0])
+		return nil, fmt.Errorf("%s: unsupported deletion vector file format version %d: %w", key, version[0], ErrCorruptTable)
 	}
 	buf := make([]byte, int(size)+8)
 	if _, err := r.ReadAt(buf, offset); err != nil && !(errors.Is(err, io.EOF) && len(buf) > 0) {
 		return nil, fmt.Errorf("read %s at %d: %w", key, offset, err)
 	}
 	if stored := binary.BigEndian.Uint32(buf); stored != uint32(size) {
-		return nil, fmt.Errorf("%s at %d: stored size %d differs from descriptor sizeInBytes %d", key, offset, stored, size)
+		return nil, fmt.Errorf("%s at %d: stored size %d differs from descriptor sizeInBytes %d: %w", key, offset, stored, size, ErrCorruptTable)
 	}
 	data := buf[4 : 4+size]
 	if want, got := binary.BigEndian.Uint32(buf[4+size:]), crc32.ChecksumIEEE(data); want != got {
-		return nil, fmt.Errorf("%s at %d: CRC-32 mismatch (stored %08x, computed %08x)", key, offset, want, got)
+		return nil, fmt.Errorf("%s at %d: CRC-32 mismatch (stored %08x, computed %08x): %w", key, offset, want, got, ErrCorruptTable)
 	}
 	return data, nil
 }

@@ -142,6 +142,12 @@ func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) 
 			}
 			return nil, &checkpointReadError{table: t.Location(), version: seg.cpVersion, err: err}
 		}
+		if st.protocol == nil || st.metadata == nil {
+			// Every checkpoint holds the protocol and the metadata (PROTOCOL.md §Checkpoints): a
+			// Parquet file without them is not a checkpoint of this table, whatever its name.
+			return nil, &checkpointReadError{table: t.Location(), version: seg.cpVersion,
+				err: fmt.Errorf("checkpoint %s has no protocol or metaData row: %w", seg.checkpoint[0].Key, ErrCorruptTable)}
+		}
 		st.metadataSource = seg.checkpoint[0].Key
 	}
 	var commitInfo *CommitInfo
@@ -351,6 +357,9 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	}
 	if !st.metadataOnly {
 		if s.writeViolation, err = checkFilePaths(loc, seg.version, s.files, s.tombstones); err != nil {
+			return nil, err
+		}
+		if err := checkLiveFiles(loc, seg.version, s.files); err != nil {
 			return nil, err
 		}
 	}

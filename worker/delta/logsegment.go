@@ -209,7 +209,7 @@ func buildSegment(table string, l *listing, target, below Version) (*logSegment,
 		if v == 0 || seg.cpVersion == NoVersion && v == start {
 			return nil, &VersionNotFoundError{Table: table, Requested: target, Earliest: l.earliestRecoverable(), Latest: latest}
 		}
-		return nil, fmt.Errorf("table %s: commit %d is missing between %d and %d: %w", table, v, start, target, ErrLogGap)
+		return nil, fmt.Errorf("table %s: commit %d (%s) is missing between %d and %d: %w", table, v, CommitKey(v), start, target, ErrLogGap)
 	}
 	if f, ok := l.commits[target]; ok {
 		seg.latestCommit = &f

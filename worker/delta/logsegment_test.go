@@ -163,7 +163,7 @@ func TestBuildSegment_UsesCompactionFilesOnlyWhereCommitsAreGone(t *testing.T) {
 	// Commits 7..9 gone: the 7-9 file would stand for the snapshot's own commit, which it cannot.
 	gone = append(commitNames(0, 6), compactions...)
 	gone = append(gone, v20(10)+".json")
-	if got := deltas(gone, 8); !strings.Contains(got, "commit 7 is missing") {
+	if got := deltas(gone, 8); !strings.Contains(got, "commit 7 (_delta_log/00000000000000000007.json) is missing") {
 		t.Fatalf("at 8 with 7..9 gone: %s", got)
 	}
 	if got := deltas(gone, 10); got != "[3 4 5 6 7-9 10]" {

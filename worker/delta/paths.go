@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 // ObjectKey turns a path from the log (add/remove/cdc path, sidecar path, 'p' DV path) into a
@@ -18,6 +20,15 @@ func ObjectKey(tableLocation, logPath string) (string, error) {
 	if isAbsoluteURI(logPath) {
 		return absoluteToKey(tableLocation, logPath)
 	}
+	if strings.HasPrefix(logPath, "/") {
+		// A rooted path is absolute on the table's file system, as Hadoop's Path reads it
+		// (Spark resolves "/x/y.parquet" to s3://bucket/x/y.parquet, not to a file under the table).
+		t, err := url.Parse(strings.TrimSuffix(tableLocation, "/"))
+		if err != nil {
+			return "", fmt.Errorf("table location %q is not a valid URI: %w", tableLocation, err)
+		}
+		return absoluteToKey(tableLocation, t.Scheme+"://"+t.Host+logPath)
+	}
 	decoded, err := url.PathUnescape(logPath)
 	if err != nil {
 		return "", fmt.Errorf("file path %q is not a valid URI path: %w", logPath, err)
@@ -26,6 +37,9 @@ func ObjectKey(tableLocation, logPath string) (string, error) {
 }
 
 func cleanKey(decoded, original string) (string, error) {
+	if strings.IndexByte(decoded, 0) >= 0 {
+		return "", fmt.Errorf("file path %q holds a NUL byte, which no file name can: %w", original, storage.ErrInvalidKey)
+	}
 	key := strings.TrimPrefix(decoded, "/")
 	if key == "" || key == "." || strings.HasPrefix(path.Clean(key), "../") || path.Clean(key) == ".." {
 		return "", fmt.Errorf("file path %q escapes the table root", original)

@@ -73,6 +73,9 @@ func ParseStats(statsJSON string, schema *types.StructType, mode ColumnMappingMo
 	if err := json.Unmarshal([]byte(statsJSON), &top); err != nil {
 		return nil, fmt.Errorf("parse file statistics: %w", err)
 	}
+	if top.NumRecords != nil && *top.NumRecords < 0 {
+		top.NumRecords = nil // no file holds a negative number of rows: the count is unknown
+	}
 	out := &FileStats{NumRecords: top.NumRecords, TightBounds: top.TightBounds}
 	mins, maxs, nulls := decodeObject(top.MinValues), decodeObject(top.MaxValues), decodeObject(top.NullCount)
 	walkStats(schema, mode, nil, nil, mins, maxs, nulls, &out.Columns)
@@ -119,18 +122,22 @@ func walkStats(st *types.StructType, mode ColumnMappingMode, path, phys []string
 }
 
 // NumRecords extracts only numRecords from a stats string without typing the columns; ok=false
-// when the stats are absent or carry no count.
+// when the stats are absent, malformed or carry no count, or an impossible (negative) one: then
+// callers count rows from the Parquet footer, as for a file written without statistics.
 func NumRecords(statsJSON string) (int64, bool) {
 	if statsJSON == "" {
 		return 0, false
 	}
 	if n, ok := leadingNumRecords(statsJSON); ok {
+		if n < 0 {
+			return 0, false
+		}
 		return n, true
 	}
 	var top struct {
 		NumRecords *int64 `json:"numRecords"`
 	}
-	if json.Unmarshal([]byte(statsJSON), &top) != nil || top.NumRecords == nil {
+	if json.Unmarshal([]byte(statsJSON), &top) != nil || top.NumRecords == nil || *top.NumRecords < 0 {
 		return 0, false
 	}
 	return *top.NumRecords, true

@@ -15,7 +15,7 @@ func TestNumRecords_FastPathAgreesWithTheDecoder(t *testing.T) {
 		{`{"minValues":{"numRecords":5},"numRecords":7}`, 7, true}, // not leading: decoder
 		{`{ "numRecords": 8 }`, 8, true},                           // whitespace: decoder
 		{`{"numRecords":null}`, 0, false},
-		{`{"numRecords":-1}`, -1, true},
+		{`{"numRecords":-1}`, 0, false}, // impossible: no count (the footer has it)
 		{`{"numRecords":1.5}`, 0, false},
 		{`{"numRecords":12`, 0, false}, // truncated: the decoder refuses it
 		{`{"numRecords":012}`, 0, false},

@@ -118,13 +118,14 @@ var errOutsideTable = errors.New("outside the table")
 // checkFilePath checks one path from the log, without allocating for the usual case: a relative
 // path in which no ".." segment can appear, even once percent-decoded.
 func checkFilePath(table, p string) error {
-	if isAbsoluteURI(p) {
+	if isAbsoluteURI(p) || strings.HasPrefix(p, "/") {
 		if _, err := ObjectKey(table, p); err != nil {
 			return fmt.Errorf("%w: %w", errOutsideTable, err)
 		}
 		return nil
 	}
-	if p != "" && !strings.Contains(p, "..") && !strings.Contains(p, "%2e") && !strings.Contains(p, "%2E") {
+	if p != "" && !strings.Contains(p, "..") && !strings.Contains(p, "%2e") && !strings.Contains(p, "%2E") &&
+		!strings.Contains(p, "%00") && strings.IndexByte(p, 0) < 0 {
 		return nil
 	}
 	_, err := ObjectKey(table, p)
@@ -143,7 +144,7 @@ func checkFilePaths(table string, v Version, files []*AddFile, tombstones []*Rem
 		if errors.Is(err, errOutsideTable) {
 			if writeOnly == nil {
 				writeOnly = fmt.Errorf("table %s at version %d: %s file %s lies outside the table root; deltakeeper deletes and rewrites only files under the table (is this a shallow clone?): %w",
-					table, v, kind, p, ErrCorruptTable)
+					table, v, kind, p, ErrUnsupportedTable)
 			}
 			return nil
 		}
@@ -168,4 +169,47 @@ func (s *Snapshot) checkWritable(op Operation) error {
 		return nil
 	}
 	return s.writeViolation
+}
+
+// checkLiveFiles checks what every command relies on in each live file's add action: a size that
+// can be a size, and a deletion-vector descriptor the protocol defines. Every command runs it, so
+// that a reader and a writer never disagree about whether the table is readable; the DV's bitmap
+// itself is checked where it is read (LoadDeletionVector).
+func checkLiveFiles(table string, v Version, files []*AddFile) error {
+	for _, f := range files {
+		if f.Size < 0 {
+			return fmt.Errorf("table %s at version %d: live file %s has size %d; an add action's size is its length in bytes: %w",
+				table, v, f.Path, f.Size, ErrCorruptTable)
+		}
+		if d := f.DeletionVector; d != nil {
+			if err := checkDVDescriptor(d); err != nil {
+				return fmt.Errorf("table %s at version %d: live file %s: deletionVector %s: %w: %w", table, v, f.Path, d.UniqueID(), err, ErrCorruptTable)
+			}
+		}
+	}
+	return nil
+}
+
+func checkDVDescriptor(d *DeletionVectorDescriptor) error {
+	switch {
+	case d.Cardinality < 0:
+		return fmt.Errorf("negative cardinality %d", d.Cardinality)
+	case d.SizeInBytes < 0:
+		return fmt.Errorf("negative sizeInBytes %d", d.SizeInBytes)
+	case d.Offset != nil && *d.Offset < 0:
+		return fmt.Errorf("negative offset %d", *d.Offset)
+	}
+	switch d.StorageType {
+	case DVStorageInline:
+		if _, err := z85DecodeString(d.PathOrInlineDv); err != nil {
+			return fmt.Errorf("inline bitmap: %w", err)
+		}
+		return nil
+	case DVStorageUUID:
+		_, err := d.StorageKey("")
+		return err
+	case DVStoragePath:
+		return nil // an absolute path: where it points is checked when it is read
+	}
+	return fmt.Errorf("storage type %q is not defined by the protocol (u, i or p)", d.StorageType)
 }

@@ -95,7 +95,7 @@ func TestLoad_ValidatesFileActions(t *testing.T) {
 		t.Fatalf("read: %v", err)
 	}
 	for _, op := range []Operation{OpVacuum, OpRewrite, OpCheckpoint, OpAppend} {
-		if err := snap.CheckOperation(op); !errors.Is(err, ErrCorruptTable) || !strings.Contains(err.Error(), "s3://elsewhere/t/b.parquet lies outside the table") {
+		if err := snap.CheckOperation(op); !errors.Is(err, ErrUnsupportedTable) || !strings.Contains(err.Error(), "s3://elsewhere/t/b.parquet lies outside the table") {
 			t.Fatalf("%s: err = %v", op, err)
 		}
 	}

@@ -212,10 +212,10 @@ func (r *runner) commit(ctx context.Context, snap *delta.Snapshot, off *state.Of
 }
 
 // ReasonBadFile is the result reason of a batch stopped by a bad input file.
-const ReasonBadFile = "BadFile"
+const ReasonBadFile = result.ReasonBadFile
 
 // ReasonSchemaChange is the result reason of a batch stopped by new columns under failOnNewColumns.
-const ReasonSchemaChange = "SchemaChangeNeeded"
+const ReasonSchemaChange = result.ReasonSchemaChange
 
 // onNewColumns records new columns for the next attempt (addNewColumns) or stops the stream.
 func (r *runner) onNewColumns(e *format.NewColumnsError, a *attempt) (bool, error) {

@@ -144,8 +144,8 @@ func rewriteBin(ctx context.Context, p *Plan, b *Bin, par int) (*rewritten, erro
 	// and stops before anything else is written.
 	if res.Deleted != b.DVRows || b.RowsKnown && res.Rows != b.LiveRows {
 		abort(ctx, rw)
-		return nil, fmt.Errorf("table %s: rewriting partition %s produced %d rows (%d deleted by deletion vectors), the log says %d live rows (%d deleted): refusing to commit",
-			loc, b.Partition, res.Rows, res.Deleted, b.LiveRows, b.DVRows)
+		return nil, fmt.Errorf("table %s: rewriting partition %s produced %d rows (%d deleted by deletion vectors), the log says %d live rows (%d deleted): refusing to commit; the statistics or deletion vectors of these files do not match their data: %w",
+			loc, b.Partition, res.Rows, res.Deleted, b.LiveRows, b.DVRows, delta.ErrCorruptTable)
 	}
 	if rw.adds, err = outs.AddFiles(res); err != nil {
 		abort(ctx, rw)

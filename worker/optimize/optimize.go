@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/errclass"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/table"
@@ -270,10 +271,8 @@ func classify(err error) (result.Outcome, string) {
 	switch {
 	case errors.As(err, &re):
 		return re.Outcome, re.Reason
-	case errors.Is(err, delta.ErrUnsupportedTable):
-		return result.Refused, result.ReasonUnsupportedFeature
-	case errors.Is(err, delta.ErrConcurrentModification), errors.Is(err, delta.ErrCommitRetriesExhausted):
-		return result.Failed, result.ReasonConflict
+	case err == nil:
+		return result.Succeeded, ""
 	}
-	return result.Failed, result.ReasonInternal
+	return result.Classify(errclass.Of(err))
 }

@@ -134,7 +134,7 @@ func (l *columnLeaf) fill(want int) (int, error) {
 	for c.ready() {
 		p := &c.page
 		if l.n == 0 && p.reps[c.i] != 0 {
-			return rows, fmt.Errorf("parquet column %q: a row starts with repetition level %d; the file is corrupt", c.leaf.pathString(), p.reps[c.i])
+			return rows, fmt.Errorf("parquet column %q: a row starts with repetition level %d; the file is corrupt: %w", c.leaf.pathString(), p.reps[c.i], ErrCorruptFile)
 		}
 		// A row ends where the next one starts (repetition level 0), so the page's next triplet is
 		// looked at even when want rows have begun.
@@ -171,7 +171,7 @@ func (l *columnLeaf) skipRows(n int) error {
 	for n > 0 {
 		if c.i >= c.page.n {
 			if c.done || c.cr == nil {
-				return fmt.Errorf("parquet column %q has fewer values than its row group has rows; the file is corrupt", c.leaf.pathString())
+				return fmt.Errorf("parquet column %q has fewer values than its row group has rows; the file is corrupt: %w", c.leaf.pathString(), ErrCorruptFile)
 			}
 			maxSkip := 0
 			if l.maxRep == 0 {

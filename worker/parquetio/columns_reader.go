@@ -280,7 +280,7 @@ func (r *ColumnReader) Next() (*ColumnBatch, error) {
 			return fmt.Errorf("row group %d: %w", r.rg, err)
 		}
 		if got != want {
-			return fmt.Errorf("read parquet columns: column %q has fewer values than row group %d has rows (%d); the file is corrupt", l.c.leaf.pathString(), r.rg, r.f.RowGroup(r.rg).NumRows)
+			return fmt.Errorf("read parquet columns: column %q has fewer values than row group %d has rows (%d); the file is corrupt: %w", l.c.leaf.pathString(), r.rg, r.f.RowGroup(r.rg).NumRows, ErrCorruptFile)
 		}
 		return nil
 	}
@@ -346,7 +346,7 @@ func (r *ColumnReader) endRowGroup() error {
 			continue
 		}
 		if r.rgEnd && !l.c.exhausted() {
-			return fmt.Errorf("read parquet columns: column %q has more values than row group %d has rows (%d); the file is corrupt", l.c.leaf.pathString(), r.rg, r.f.RowGroup(r.rg).NumRows)
+			return fmt.Errorf("read parquet columns: column %q has more values than row group %d has rows (%d); the file is corrupt: %w", l.c.leaf.pathString(), r.rg, r.f.RowGroup(r.rg).NumRows, ErrCorruptFile)
 		}
 		if l.c.err != nil {
 			return l.c.err

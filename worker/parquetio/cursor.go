@@ -79,7 +79,7 @@ func (c *cursor) peekRep() int {
 
 func (c *cursor) truncated() {
 	if c.err == nil {
-		c.err = fmt.Errorf("parquet column %q has fewer values than its row group has rows; the file is corrupt", c.leaf.pathString())
+		c.err = fmt.Errorf("parquet column %q has fewer values than its row group has rows; the file is corrupt: %w", c.leaf.pathString(), ErrCorruptFile)
 	}
 }
 

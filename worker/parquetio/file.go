@@ -15,6 +15,8 @@ import (
 // yourself once every reader is done).
 type File struct {
 	r      storage.ReaderAt
+	rec    *recordingReader // r, remembering storage errors (see classify)
+	name   string           // for messages
 	pf     *parquet.File
 	root   *pqNode
 	leaves []*pqNode
@@ -38,26 +40,31 @@ func Open(ctx context.Context, r storage.ReaderAt) (*File, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pf, err := parquet.OpenFile(r, r.Size(),
+	rec := &recordingReader{ReaderAt: r}
+	name := fileName(r)
+	pf, err := parquet.OpenFile(rec, r.Size(),
 		parquet.SkipPageIndex(true),
 		parquet.SkipBloomFilters(true),
 		parquet.OptimisticRead(true),
 		parquet.ReadBufferSize(64<<10),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("open parquet file (%d bytes): %w; the object is not a readable Parquet file, check that it is complete and not encrypted", r.Size(), err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, classify(rec, name, fmt.Errorf("open parquet file (%d bytes): %w; the object is not a readable Parquet file, check that it is complete and not encrypted", r.Size(), err))
 	}
 	root, leaves, err := buildSchemaTree(pf.Metadata().Schema)
 	if err != nil {
-		return nil, fmt.Errorf("open parquet file: %w", err)
+		return nil, classify(rec, name, fmt.Errorf("open parquet file: %w", err))
 	}
-	f := &File{r: r, pf: pf, root: root, leaves: leaves}
+	f := &File{r: rec, rec: rec, pf: pf, root: root, leaves: leaves, name: name}
 	var start int64
 	for _, rg := range pf.Metadata().RowGroups {
 		f.rowGroupStart = append(f.rowGroupStart, start)
 		start += rg.NumRows
 		if len(rg.Columns) != len(leaves) {
-			return nil, fmt.Errorf("open parquet file: row group has %d column chunks but the schema has %d leaf columns; the file is corrupt", len(rg.Columns), len(leaves))
+			return nil, fmt.Errorf("open parquet file: row group has %d column chunks but the schema has %d leaf columns; the file is corrupt: %w", len(rg.Columns), len(leaves), ErrCorruptFile)
 		}
 	}
 	return f, nil

@@ -39,6 +39,7 @@ type chunkReader struct {
 	dec       *thrift.Decoder
 	remaining int64 // triplets not yet read
 	dict      *sourceDict
+	file      *File // for classify
 }
 
 // readBuffers are the buffers of a column reader, kept from one column chunk to the next so that
@@ -67,9 +68,9 @@ func (f *File) openChunk(rg int, leaf *pqNode, rb *readBuffers) (*chunkReader, e
 	}
 	size := md.TotalCompressedSize
 	if start < 4 || size < 0 || start+size > f.r.Size() {
-		return nil, fmt.Errorf("parquet column %q of row group %d points outside the file (offset %d, %d bytes); the file is corrupt", leaf.pathString(), rg, start, size)
+		return nil, fmt.Errorf("parquet column %q of row group %d points outside the file (offset %d, %d bytes); the file is corrupt: %w", leaf.pathString(), rg, start, size, ErrCorruptFile)
 	}
-	c := &chunkReader{readBuffers: rb, leaf: leaf, meta: md, codec: md.Codec, remaining: md.NumValues}
+	c := &chunkReader{readBuffers: rb, leaf: leaf, meta: md, codec: md.Codec, remaining: md.NumValues, file: f}
 	section := io.NewSectionReader(f.r, start, size)
 	if rb.r == nil {
 		// A buffer larger than the chunk would only cost memory.
@@ -82,7 +83,11 @@ func (f *File) openChunk(rg int, leaf *pqNode, rb *readBuffers) (*chunkReader, e
 }
 
 func (c *chunkReader) errorf(format string, args ...any) error {
-	return fmt.Errorf("parquet column %q: %s; the file is corrupt or uses an unsupported feature", c.leaf.pathString(), fmt.Sprintf(format, args...))
+	err := fmt.Errorf("parquet column %q: %s; the file is corrupt or uses an unsupported feature", c.leaf.pathString(), fmt.Sprintf(format, args...))
+	if c.file == nil {
+		return err
+	}
+	return classify(c.file.rec, c.file.name, err)
 }
 
 // next decodes the next data page into p; io.EOF after the last one.

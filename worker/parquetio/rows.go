@@ -173,7 +173,7 @@ func (r *RowReader) checkRowGroupEnd() error {
 			continue
 		}
 		if !c.exhausted() {
-			return fmt.Errorf("read parquet rows: column %q has more values than row group %d has rows (%d); the file is corrupt", c.leaf.pathString(), r.rg, r.f.RowGroup(r.rg).NumRows)
+			return fmt.Errorf("read parquet rows: column %q has more values than row group %d has rows (%d); the file is corrupt: %w", c.leaf.pathString(), r.rg, r.f.RowGroup(r.rg).NumRows, ErrCorruptFile)
 		}
 		if c.err != nil {
 			return c.err

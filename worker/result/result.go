@@ -23,24 +23,25 @@ type Outcome string
 // Outcomes, with the process exit codes of the top-level CLI. Under `deltakeeper worker` (Job mode)
 // NothingToDo exits 0 too, because Kubernetes has no way to count another exit code as success; the
 // result document still says nothing_to_do.
+// The codes and their meaning are in exitcodes.go.
 const (
-	Succeeded   Outcome = "succeeded"     // exit 0
-	Failed      Outcome = "failed"        // exit 1: may succeed on retry (storage error, lost conflict)
-	Refused     Outcome = "refused"       // exit 2: will not succeed until someone changes the table or the arguments
-	NothingToDo Outcome = "nothing_to_do" // exit 3
+	Succeeded   Outcome = "succeeded"     // ExitSucceeded
+	Failed      Outcome = "failed"        // ExitFailed: may succeed on retry (storage error, lost conflict)
+	Refused     Outcome = "refused"       // ExitRefused: will not succeed until someone changes the table or the arguments
+	NothingToDo Outcome = "nothing_to_do" // ExitNothingToDo
 )
 
 // ExitCode returns the CLI exit code of an outcome.
 func (o Outcome) ExitCode() int {
 	switch o {
 	case Succeeded:
-		return 0
+		return ExitSucceeded
 	case Refused:
-		return 2
+		return ExitRefused
 	case NothingToDo:
-		return 3
+		return ExitNothingToDo
 	default:
-		return 1
+		return ExitFailed
 	}
 }
 

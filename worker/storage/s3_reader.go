@@ -57,6 +57,9 @@ func newS3Reader(ctx context.Context, s *S3Store, key, objectKey string, size in
 
 func (r *s3Reader) Size() int64 { return r.size }
 
+// Name is the object's key, for messages about its content.
+func (r *s3Reader) Name() string { return r.key }
+
 // Close drops the cached windows; later reads fail.
 func (r *s3Reader) Close() error {
 	r.mu.Lock()

@@ -43,6 +43,12 @@ func hasScheme(p string) bool {
 
 // resolve returns the store and key holding the file a log path names.
 func (l *locator) resolve(ctx context.Context, logPath string) (storage.Store, string, error) {
+	if strings.HasPrefix(logPath, "/") {
+		// A rooted path is absolute on the table's file system (delta.ObjectKey reads it so too).
+		if t, err := url.Parse(l.table.Location()); err == nil {
+			logPath = t.Scheme + "://" + t.Host + logPath
+		}
+	}
 	if !hasScheme(logPath) {
 		key, err := delta.ObjectKey(l.table.Location(), logPath)
 		if err != nil {
