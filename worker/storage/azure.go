@@ -154,7 +154,7 @@ func (s *AzureStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 	if err != nil {
 		return err
 	}
-	counted, attempts := withAttemptCounter(ctx)
+	counted, attempts := withAttemptCounter(ctx, 0) // the SDK honours MaxRetries itself
 	anyETag := azcore.ETagAny
 	_, err = b.Upload(counted, streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{
 		AccessConditions: &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &anyETag}},

@@ -121,7 +121,11 @@ func (s *GCSStore) Put(ctx context.Context, key string, data []byte) error {
 
 // upload sends data in one request. The chunk size is just above the data's size: one request, which
 // the SDK can retry, with a buffer no larger than needed (a zero chunk size would disable retries).
+// The SDK retries such an upload until its context ends, so the attempts are capped here.
 func (s *GCSStore) upload(ctx context.Context, obj *storage.ObjectHandle, data []byte) error {
+	if _, counted := ctx.Value(attemptCounterKey{}).(*attemptCounter); !counted {
+		ctx, _ = withAttemptCounter(ctx, s.cfg.MaxAttempts)
+	}
 	w := obj.NewWriter(ctx)
 	w.ChunkSize = roundUp(len(data)+1, gcsChunkGranularity)
 	if _, err := w.Write(data); err != nil {
@@ -139,7 +143,7 @@ func (s *GCSStore) PutIfAbsent(ctx context.Context, key string, data []byte) err
 	if err != nil {
 		return err
 	}
-	counted, attempts := withAttemptCounter(ctx)
+	counted, attempts := withAttemptCounter(ctx, s.cfg.MaxAttempts)
 	err = s.upload(counted, obj.If(storage.Conditions{DoesNotExist: true}), data)
 	if err == nil {
 		return nil
@@ -243,11 +247,15 @@ func (f *gcsFetcher) fetchOnce(ctx context.Context, buf []byte, off int64) (retr
 	return false, nil
 }
 
-// gcsStatus is the HTTP status of a failed call, or 0.
+// gcsStatus is the HTTP status of a failed call (the last one when the attempts ran out), or 0.
 func gcsStatus(err error) int {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		return ge.Code
+	}
+	var exhausted *errAttemptsExhausted
+	if errors.As(err, &exhausted) {
+		return exhausted.status
 	}
 	return 0
 }
