@@ -45,9 +45,10 @@ func parseAzureLocation(s, scheme, rest string) (Location, error) {
 	return loc, nil
 }
 
-// validateContainer checks an Azure container name (3-63 lower-case letters, digits and single
-// hyphens) or, for OneLake, a workspace name or GUID, which may also hold upper-case letters,
-// spaces are not allowed in either. Anything with ':' looks like credentials and is refused unechoed.
+// validateContainer checks an Azure container name (lower-case letters, digits and hyphens) or a
+// OneLake workspace name or GUID (also upper-case letters, '_' and '.'; a workspace whose name has
+// spaces is addressed by its GUID). Anything with ':' or '@' looks like credentials and is refused
+// without echoing it.
 func validateContainer(name string) error {
 	if strings.ContainsAny(name, ":@") {
 		return errors.New("Azure location must not contain credentials (user:key@): configure them separately")
