@@ -109,7 +109,7 @@ func TestGCS_ServiceAccountKeyNeverAppearsInErrors(t *testing.T) {
 	st, err := storage.Open(ctx, "gs://bucket/t", storage.Config{GCS: cfg})
 	if err != nil {
 		assertNoSecrets(t, "Open error", err.Error(), keyID, secretLine)
-		return
+		t.Fatalf("Open with a well-formed key: %v", err)
 	}
 	_, err = st.Get(ctx, "k")
 	if err == nil {
