@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh - everything `make test` runs, building what the tests need first (nothing comes pre-installed):
 #   kube-apiserver + etcd + kubectl from the Go module proxy (envtest), the S3-compatible test server, the
-#   Helm CLI (the chart is linted, rendered and dry-run applied), then
+#   Azure (Azurite, from npm) and GCS (fake-gcs-server) emulators, the Helm CLI (the chart is linted, rendered and dry-run applied), then
 #   lint, every Go test of the main module (unit, conformance, S3 integration, envtest), the concurrent
 #   packages again under the race detector, and the benchmark module's cross-checks against DuckDB.
 set -euo pipefail
@@ -15,6 +15,10 @@ KUBEBUILDER_ASSETS=$(hack/build-k8s.sh)
 export KUBEBUILDER_ASSETS
 DELTAKEEPER_S3SERVER=$(hack/build-s3server.sh)
 export DELTAKEEPER_S3SERVER
+DELTAKEEPER_AZURITE=$(hack/build-azurite.sh)
+export DELTAKEEPER_AZURITE
+DELTAKEEPER_GCSSERVER=$(hack/build-gcsserver.sh)
+export DELTAKEEPER_GCSSERVER
 DELTAKEEPER_HELM=$(hack/build-helm.sh)
 export DELTAKEEPER_HELM
 # test/torture at its CI size (make torture runs the full counts).

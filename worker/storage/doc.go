@@ -1,5 +1,6 @@
 // Package storage is the byte layer of the worker: it lists, reads and writes objects under a table's
-// root on local disk or S3, and knows nothing about Delta. Every Delta commit relies on PutIfAbsent being
+// root on local disk, S3, Azure (Blob Storage, ADLS Gen2, OneLake) or Google Cloud Storage, and knows
+// nothing about Delta. Every Delta commit relies on PutIfAbsent being
 // atomic: exactly one of any number of concurrent writers of a key wins, and nobody ever overwrites.
 //
 // # Durability contract
@@ -44,4 +45,28 @@
 //     lists the uploads under the store's prefix; vacuum aborts those of data files deltakeeper names
 //     (delta.IsDataFileName) and log cleanup those of classic checkpoints, once older than their
 //     retention. A bucket lifecycle rule (AbortIncompleteMultipartUpload) is a good second line.
+//
+// Azure (AzureStore; Blob Storage and ADLS Gen2 accounts, OneLake, through the Blob API):
+//
+//   - Atomic: Put Blob and Put Block List replace a blob as a whole, and PutIfAbsent is Put Blob with
+//     If-None-Match: *, which the service decides (409 BlobAlreadyExists for every writer but one).
+//     Nothing is written under a temporary name. OneLake serves the Blob API too, but that it honours
+//     If-None-Match on Put Blob has not been verified here (Azurite emulates Blob Storage only).
+//   - Durable when the call returns nil: Azure acknowledges a write once it is stored redundantly
+//     (LRS or better). Lost acknowledgements are recognised on the retry as on S3.
+//   - A crash can leave: the staged, uncommitted blocks of a Create that never reached Close (also
+//     of an aborted or failed one). They are invisible to reads and listings, are discarded by the
+//     service a week after staging or when the name is written again, and no API can delete them
+//     earlier, so Leftovers reports none.
+//
+// GCS (GCSStore):
+//
+//   - Atomic: an upload (single request, or a resumable session finalised by Close) replaces an
+//     object as a whole, and PutIfAbsent uploads with ifGenerationMatch=0, which GCS decides (412 for
+//     every writer but one). Nothing is written under a temporary name. Reads are pinned to the
+//     generation seen at open.
+//   - Durable when the call returns nil: GCS acknowledges an upload once it is stored redundantly.
+//     Lost acknowledgements are recognised on the retry as on S3.
+//   - A crash can leave: the resumable session of a Create that was not finalised. It holds no
+//     object, cannot be listed, and GCS discards it a week after it began, so Leftovers reports none.
 package storage

@@ -3,6 +3,7 @@ package storage_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -24,6 +25,8 @@ func abandonWriteHelper() int {
 	ctx := context.Background()
 	cfg := storage.ConfigFromEnv()
 	cfg.S3.PartSize = testPartSize
+	cfg.Azure.BlockSize = testPartSize
+	cfg.GCS.ChunkSize = testGCSChunkSize
 	st, err := storage.Open(ctx, os.Getenv(envLocation), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -34,7 +37,8 @@ func abandonWriteHelper() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if _, err := w.Write(randomBytes(7, 3*testPartSize+100)); err != nil {
+	// More than one S3 part or Azure block, and more than one GCS chunk.
+	if _, err := w.Write(randomBytes(7, max(3*testPartSize, testGCSChunkSize)+100)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -92,6 +96,19 @@ func TestLeftovers_FindsWhatAKilledWriterLeftAndRemovesIt(t *testing.T) {
 			start := time.Now().Add(-time.Second)
 			target := "day=1/part-00001-abc.c000.zstd.parquet"
 			killWriterMidWrite(t, b, st, target)
+			if b.unlistedDebris != "" {
+				// Nothing to find or remove, and nothing visible: the write never happened.
+				if got := leftovers(t, st, ""); len(got) != 0 {
+					t.Fatalf("leftovers %+v on a store whose debris is unlisted (%s)", got, b.unlistedDebris)
+				}
+				if keys := listKeys(t, st, "", ""); !slices.Equal(keys, []string{"day=1/part-0.parquet"}) {
+					t.Fatalf("after the killed write List shows %q", keys)
+				}
+				if _, err := st.Stat(t.Context(), target); !errors.Is(err, storage.ErrNotFound) {
+					t.Fatalf("the killed write's target: Stat err = %v, want ErrNotFound", err)
+				}
+				return
+			}
 			if got := b.leftovers(t, st); len(got) == 0 {
 				t.Fatal("the killed writer left nothing behind: the test does not kill mid-write")
 			}

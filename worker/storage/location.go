@@ -12,6 +12,11 @@ import (
 const (
 	SchemeS3   = "s3"
 	SchemeFile = "file"
+	// SchemeAzure is Azure Blob Storage and ADLS Gen2 (and OneLake), whatever form the location was
+	// given in (abfss://, abfs://, wasbs://, wasb://, az://); see azure_location.go.
+	SchemeAzure = "abfss"
+	// SchemeGCS is Google Cloud Storage.
+	SchemeGCS = "gs"
 )
 
 // Location is a parsed table location or object URI.
@@ -20,25 +25,77 @@ const (
 // ("s3://b/t/a%20b.parquet", "date%3D2024-01-01/x.parquet"); the delta package decodes them
 // (url.PathUnescape) before calling URI, Relative or OpenURI, and storage keys are the decoded bytes.
 type Location struct {
-	Scheme string // SchemeS3 or SchemeFile
-	Bucket string // S3 only
-	// Path is the key prefix under the bucket without leading or trailing '/' for S3 (may be empty),
+	Scheme string // SchemeS3, SchemeAzure, SchemeGCS or SchemeFile
+	Bucket string // the S3 or GCS bucket, the Azure container (OneLake: the workspace)
+	// Account is the Azure storage account's DFS host ("acct.dfs.core.windows.net",
+	// "onelake.dfs.fabric.microsoft.com"); empty for an az:// location until the configured account
+	// is filled in (Canonical, Open).
+	Account string
+	// Path is the key prefix under the bucket without leading or trailing '/' for object stores (may be empty),
 	// and an absolute, cleaned path for files.
 	Path string
 }
 
 // String renders the location the way Store.Location does: "s3://bucket/prefix", "file:///abs".
+//
+// Azure locations render as "abfss://container@account-host/prefix" once the account is known, and as
+// "az://container/prefix" before; GCS ones as "gs://bucket/prefix".
 func (l Location) String() string {
-	if l.Scheme == SchemeS3 {
-		if l.Path == "" {
-			return "s3://" + l.Bucket
+	var base string
+	switch l.Scheme {
+	case SchemeS3:
+		base = "s3://" + l.Bucket
+	case SchemeGCS:
+		base = "gs://" + l.Bucket
+	case SchemeAzure:
+		base = "az://" + l.Bucket
+		if l.Account != "" {
+			base = "abfss://" + l.Bucket + "@" + l.Account
 		}
-		return "s3://" + l.Bucket + "/" + l.Path
+	default:
+		return "file://" + filepath.ToSlash(l.Path)
 	}
-	return "file://" + filepath.ToSlash(l.Path)
+	if l.Path == "" {
+		return base
+	}
+	return base + "/" + l.Path
 }
 
-// ParseLocation parses "s3://bucket/prefix" (s3a:// and s3n:// are the same thing to Spark),
+// Canonical returns the one form of a location that comparisons use (the fleet keys table locks by
+// it): s3a:// and s3n:// become s3://, every Azure form becomes
+// abfss://container@account.dfs.<suffix>/prefix (az:// takes the account from cfg), gs:// and
+// file:/// stay, local paths become absolute file:/// URIs, and prefixes lose their surrounding '/'.
+func Canonical(location string, cfg Config) (string, error) {
+	loc, err := ParseLocation(location)
+	if err != nil {
+		return "", err
+	}
+	if loc, err = loc.resolve(cfg); err != nil {
+		return "", err
+	}
+	return loc.String(), nil
+}
+
+// resolve fills in what the location leaves to the configuration: the account of an az:// location.
+func (l Location) resolve(cfg Config) (Location, error) {
+	if l.Scheme == SchemeAzure && l.Account == "" {
+		if cfg.Azure.Account == "" {
+			return l, fmt.Errorf("location %s names no storage account: set the Azure storage account "+
+				"(AZURE_STORAGE_ACCOUNT) or write it as abfss://%s@<account>.dfs.core.windows.net/%s", l, l.Bucket, l.Path)
+		}
+		account, err := azureAccountHost(cfg.Azure.Account)
+		if err != nil {
+			return l, err
+		}
+		l.Account = account
+	}
+	return l, nil
+}
+
+// ParseLocation parses "s3://bucket/prefix" (s3a:// and s3n:// are the same thing to Spark), the Azure
+// forms "abfss://container@account.dfs.core.windows.net/prefix" (also abfs://, wasbs:// and wasb:// with
+// the blob host, OneLake's abfss://workspace@onelake.dfs.fabric.microsoft.com/item/…, and
+// "az://container/prefix" with the account from the configuration), "gs://bucket/prefix",
 // "file:///abs/path", "file:/abs/path" (Hadoop's form) or "file://localhost/abs/path", or a plain local
 // path, which is made absolute.
 func ParseLocation(s string) (Location, error) {
@@ -64,6 +121,17 @@ func ParseLocation(s string) (Location, error) {
 			return Location{}, errors.New("S3 location must not contain credentials (user@bucket): configure them separately")
 		}
 		return Location{Scheme: SchemeS3, Bucket: bucket, Path: strings.Trim(path, "/")}, nil
+	case "abfss", "abfs", "wasbs", "wasb", "az", "azure":
+		return parseAzureLocation(s, strings.ToLower(scheme), rest)
+	case "gs":
+		bucket, path, _ := strings.Cut(strings.TrimPrefix(rest, "//"), "/")
+		if !strings.HasPrefix(rest, "//") || bucket == "" {
+			return Location{}, fmt.Errorf("location %q: want gs://bucket/prefix", s)
+		}
+		if strings.ContainsAny(bucket, "@:") {
+			return Location{}, errors.New("GCS location must not contain credentials (user@bucket): configure them separately")
+		}
+		return Location{Scheme: SchemeGCS, Bucket: bucket, Path: strings.Trim(path, "/")}, nil
 	case "file":
 		var path string
 		switch {
@@ -80,7 +148,7 @@ func ParseLocation(s string) (Location, error) {
 		}
 		return Location{Scheme: SchemeFile, Path: filepath.Clean(filepath.FromSlash(path))}, nil
 	}
-	return Location{}, fmt.Errorf("location %q: unsupported scheme %q; deltakeeper reads s3:// and local paths", s, scheme)
+	return Location{}, fmt.Errorf("location %q: unsupported scheme %q; deltakeeper reads s3://, abfss://, az://, gs:// and local paths", s, scheme)
 }
 
 // splitScheme splits "scheme:rest". Only "x://" and the schemes we know ("file:/x", and "s3:x" so that
@@ -126,7 +194,7 @@ func Relative(s Store, uri string) (key string, ok bool) {
 		return "", false
 	}
 	obj, err := ParseLocation(uri)
-	if err != nil || obj.Scheme != root.Scheme || obj.Bucket != root.Bucket {
+	if err != nil || obj.Scheme != root.Scheme || obj.Bucket != root.Bucket || obj.Account != root.Account {
 		return "", false
 	}
 	base := root.Path
@@ -149,7 +217,7 @@ func Relative(s Store, uri string) (key string, ok bool) {
 }
 
 // OpenURI opens the store holding an absolute object URI from a Delta log and returns the object's
-// key in it: the store is rooted at the bucket (S3) or at "/" (files), so callers can cache one store
+// key in it: the store is rooted at the bucket (S3, GCS), the container (Azure) or at "/" (files), so callers can cache one store
 // per Location() and reuse it for every file in that bucket. Prefer Relative with the table's own
 // store first; OpenURI is for files outside the table (shallow clones, migrated tables).
 func OpenURI(ctx context.Context, uri string, cfg Config) (Store, string, error) {
@@ -164,7 +232,7 @@ func OpenURI(ctx context.Context, uri string, cfg Config) (Store, string, error)
 	if err := validateKey(key); err != nil {
 		return nil, "", fmt.Errorf("URI %q: %w", uri, err)
 	}
-	root := Location{Scheme: loc.Scheme, Bucket: loc.Bucket}
+	root := Location{Scheme: loc.Scheme, Bucket: loc.Bucket, Account: loc.Account}
 	if loc.Scheme == SchemeFile {
 		root.Path = string(filepath.Separator)
 	}

@@ -38,8 +38,24 @@ func TestParseLocation(t *testing.T) {
 		{in: "s3://AKIA:secret@bucket/t", wantErr: "must not contain credentials"},
 		{in: "file://otherhost/data", wantErr: "remote host"},
 		{in: "file:relative", wantErr: "absolute path"},
-		{in: "gs://bucket/t", wantErr: `unsupported scheme "gs"`},
-		{in: "abfss://c@acct.dfs.core.windows.net/t", wantErr: "unsupported scheme"},
+		{in: "gs://bucket/t/", want: storage.Location{Scheme: "gs", Bucket: "bucket", Path: "t"}},
+		{in: "gs://bucket", want: storage.Location{Scheme: "gs", Bucket: "bucket"}},
+		{in: "gs://", wantErr: "want gs://bucket/prefix"},
+		{in: "gs://user:secret@bucket/t", wantErr: "must not contain credentials"},
+		{in: "abfss://c@acct.dfs.core.windows.net/t/x/", want: storage.Location{Scheme: "abfss", Bucket: "c", Account: "acct.dfs.core.windows.net", Path: "t/x"}},
+		{in: "ABFS://c@ACCT.dfs.core.windows.net/t/x", want: storage.Location{Scheme: "abfss", Bucket: "c", Account: "acct.dfs.core.windows.net", Path: "t/x"}},
+		{in: "wasbs://c@acct.blob.core.windows.net/t/x", want: storage.Location{Scheme: "abfss", Bucket: "c", Account: "acct.dfs.core.windows.net", Path: "t/x"}},
+		{in: "wasb://c@acct.blob.core.windows.net/t/x", want: storage.Location{Scheme: "abfss", Bucket: "c", Account: "acct.dfs.core.windows.net", Path: "t/x"}},
+		{in: "az://c/t/x", want: storage.Location{Scheme: "abfss", Bucket: "c", Path: "t/x"}},
+		{in: "azure://c/t/x", want: storage.Location{Scheme: "abfss", Bucket: "c", Path: "t/x"}},
+		{in: "abfss://c@acct.dfs.core.chinacloudapi.cn/t", want: storage.Location{Scheme: "abfss", Bucket: "c", Account: "acct.dfs.core.chinacloudapi.cn", Path: "t"}},
+		{in: "abfss://Sales@onelake.dfs.fabric.microsoft.com/Lakehouse1.Lakehouse/Tables/orders", want: storage.Location{
+			Scheme: "abfss", Bucket: "Sales", Account: "onelake.dfs.fabric.microsoft.com", Path: "Lakehouse1.Lakehouse/Tables/orders"}},
+		{in: "abfss://acct.dfs.core.windows.net/t", wantErr: "want abfss://container@account"},
+		{in: "abfss://c@acct.queue.core.windows.net/t", wantErr: "neither a Blob nor a DFS endpoint"},
+		{in: "abfss://c:secret@acct.dfs.core.windows.net/t", wantErr: "must not contain credentials"},
+		{in: "az://c@acct/t", wantErr: "az:// takes no account"},
+		{in: "az://", wantErr: "want abfss://container@account"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := storage.ParseLocation(tc.in)
@@ -75,6 +91,14 @@ func TestRelative_MapsAbsoluteURIsUnderTheRootToKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	azst, err := storage.NewAzure(ctx, storage.AzureConfig{AccountKey: "a2V5"}, "acct", "c", "tables/t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gsst, err := storage.NewGCS(ctx, storage.GCSConfig{Endpoint: "127.0.0.1:1"}, "bucket", "tables/t")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name    string
 		store   storage.Store
@@ -93,6 +117,13 @@ func TestRelative_MapsAbsoluteURIsUnderTheRootToKeys(t *testing.T) {
 		{"Hadoop file URI", local, "file:/data/t/p=1/x.parquet", "p=1/x.parquet", true},
 		{"file elsewhere", local, "file:///data/other/x.parquet", "", false},
 		{"scheme mismatch", local, "s3://bucket/data/t/x.parquet", "", false},
+		{"abfss object under the table", azst, "abfss://c@acct.dfs.core.windows.net/tables/t/p=1/x.parquet", "p=1/x.parquet", true},
+		{"wasbs form of the same account", azst, "wasbs://c@acct.blob.core.windows.net/tables/t/x.parquet", "x.parquet", true},
+		{"other storage account", azst, "abfss://c@other.dfs.core.windows.net/tables/t/x.parquet", "", false},
+		{"other container", azst, "abfss://d@acct.dfs.core.windows.net/tables/t/x.parquet", "", false},
+		{"az:// leaves the account to the configuration", azst, "az://c/tables/t/x.parquet", "", false},
+		{"gs object under the table", gsst, "gs://bucket/tables/t/x.parquet", "x.parquet", true},
+		{"other gs bucket", gsst, "gs://other/tables/t/x.parquet", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key, ok := storage.Relative(tc.store, tc.uri)
@@ -211,5 +242,71 @@ func TestConfigFromEnv(t *testing.T) {
 				t.Fatalf("Open: err = %v, want one mentioning %q", err, tc.openErr)
 			}
 		})
+	}
+}
+
+func TestCanonical_OneFormPerStorage(t *testing.T) {
+	cfg := storage.Config{Azure: storage.AzureConfig{Account: "acct"}}
+	for _, group := range [][]string{
+		{"abfss://c@acct.dfs.core.windows.net/t", "abfs://c@acct.dfs.core.windows.net/t/", "wasbs://c@acct.blob.core.windows.net/t",
+			"az://c/t", "azure://c//t", "abfss://c@ACCT.DFS.core.windows.net/t"},
+		{"s3://b/t", "s3a://b/t", "s3n://b/t/"},
+		{"gs://b/t", "gs://b/t/"},
+		{"abfss://ws@onelake.dfs.fabric.microsoft.com/item.Lakehouse/Tables/x", "abfss://ws@onelake.blob.fabric.microsoft.com/item.Lakehouse/Tables/x/"},
+		{"/data/t", "file:///data/t", "file:/data/t/", "file://localhost/data/t"},
+	} {
+		want, err := storage.Canonical(group[0], cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, loc := range group[1:] {
+			got, err := storage.Canonical(loc, cfg)
+			if err != nil || got != want {
+				t.Errorf("Canonical(%q) = %q, %v; want %q like %q", loc, got, err, want, group[0])
+			}
+		}
+	}
+	// Different accounts, containers or clouds stay different.
+	distinct := []string{"abfss://c@acct.dfs.core.windows.net/t", "abfss://c@other.dfs.core.windows.net/t",
+		"abfss://d@acct.dfs.core.windows.net/t", "gs://c/t", "s3://c/t"}
+	seen := map[string]string{}
+	for _, loc := range distinct {
+		got, err := storage.Canonical(loc, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, dup := seen[got]; dup {
+			t.Errorf("%q and %q have the same canonical form %q", prev, loc, got)
+		}
+		seen[got] = loc
+	}
+	if got, _ := storage.Canonical("abfss://c@acct.dfs.core.windows.net/t", cfg); got != "abfss://c@acct.dfs.core.windows.net/t" {
+		t.Errorf("canonical Azure form = %q", got)
+	}
+	if _, err := storage.Canonical("az://c/t", storage.Config{}); err == nil || !strings.Contains(err.Error(), "AZURE_STORAGE_ACCOUNT") {
+		t.Errorf("az:// without an account: err = %v, want one naming AZURE_STORAGE_ACCOUNT", err)
+	}
+}
+
+func TestConfigFromEnv_ReadsTheAzureAndGCSVariables(t *testing.T) {
+	t.Setenv("AZURE_STORAGE_ACCOUNT", "acct")
+	t.Setenv("AZURE_STORAGE_KEY", "a2V5")
+	t.Setenv("AZURE_STORAGE_SAS_TOKEN", "")
+	t.Setenv(storage.EnvAzureEndpoint, "http://127.0.0.1:10000/acct")
+	t.Setenv(storage.EnvGCSEmulatorHost, "127.0.0.1:4443")
+	cfg := storage.ConfigFromEnv()
+	if cfg.Azure.Account != "acct" || cfg.Azure.AccountKey != "a2V5" || cfg.Azure.Endpoint != "http://127.0.0.1:10000/acct" {
+		t.Errorf("Azure config from the environment: %+v", cfg.Azure)
+	}
+	if cfg.GCS.Endpoint != "127.0.0.1:4443" {
+		t.Errorf("GCS config from the environment: %+v", cfg.GCS)
+	}
+	got, err := storage.Canonical("az://c/t", cfg)
+	if err != nil || got != "abfss://c@acct.dfs.core.windows.net/t" {
+		t.Errorf("Canonical(az://c/t) with AZURE_STORAGE_ACCOUNT = %q, %v", got, err)
+	}
+	t.Setenv(storage.EnvAzureMaxBackoff, "soon")
+	if _, err := storage.Open(ctx, "az://c/t", storage.ConfigFromEnv()); err == nil || !strings.Contains(err.Error(), storage.EnvAzureMaxBackoff) {
+		t.Errorf("unusable %s: Open err = %v, want one naming it", storage.EnvAzureMaxBackoff, err)
 	}
 }

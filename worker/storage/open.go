@@ -8,9 +8,11 @@ import (
 	"time"
 )
 
-// Config holds what opening any location may need. Only S3 has settings today.
+// Config holds what opening any location may need.
 type Config struct {
-	S3 S3Config
+	S3    S3Config
+	Azure AzureConfig
+	GCS   GCSConfig
 }
 
 // Environment variables read by ConfigFromEnv besides the standard AWS ones.
@@ -62,7 +64,43 @@ func ConfigFromEnv() Config {
 		}
 		c.MaxBackoff = d
 	}
-	return Config{S3: c}
+	return Config{S3: c, Azure: azureConfigFromEnv(), GCS: gcsConfigFromEnv()}
+}
+
+// azureConfigFromEnv reads AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN,
+// DELTAKEEPER_AZURE_BLOB_ENDPOINT and DELTAKEEPER_AZURE_MAX_BACKOFF; the default credential chain reads
+// its own variables (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_FEDERATED_TOKEN_FILE, …) when a store opens.
+func azureConfigFromEnv() AzureConfig {
+	c := AzureConfig{
+		Account:    os.Getenv(EnvAzureAccount),
+		AccountKey: os.Getenv(EnvAzureKey),
+		SASToken:   os.Getenv(EnvAzureSASToken),
+		Endpoint:   os.Getenv(EnvAzureEndpoint),
+	}
+	c.MaxBackoff, c.envErr = durationEnv(EnvAzureMaxBackoff)
+	return c
+}
+
+// gcsConfigFromEnv reads STORAGE_EMULATOR_HOST (the Go SDK's emulator variable) and
+// DELTAKEEPER_GCS_MAX_BACKOFF; Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, GKE
+// workload identity, the metadata server) are looked up when a store opens.
+func gcsConfigFromEnv() GCSConfig {
+	c := GCSConfig{Endpoint: os.Getenv(EnvGCSEmulatorHost)}
+	c.MaxBackoff, c.envErr = durationEnv(EnvGCSMaxBackoff)
+	return c
+}
+
+// durationEnv parses an optional positive duration variable.
+func durationEnv(name string) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q is not a positive duration: set it to e.g. 2s", name, v)
+	}
+	return d, nil
 }
 
 func firstEnv(names ...string) string {
@@ -75,7 +113,8 @@ func firstEnv(names ...string) string {
 }
 
 // Open returns the store for a table location: "s3://bucket/prefix" (also s3a:// and s3n://, as
-// Spark writes them), "file:///abs/path", or a plain local path (made absolute). The location is taken
+// Spark writes them), an Azure location (abfss://container@account.dfs.core.windows.net/prefix, az://,
+// wasbs://, OneLake), "gs://bucket/prefix", "file:///abs/path", or a plain local path (made absolute). The location is taken
 // as raw bytes: it is not percent-decoded.
 func Open(ctx context.Context, location string, cfg Config) (Store, error) {
 	loc, err := ParseLocation(location)
@@ -89,6 +128,14 @@ func openLocation(ctx context.Context, loc Location, cfg Config) (Store, error) 
 	switch loc.Scheme {
 	case SchemeS3:
 		return NewS3(ctx, cfg.S3, loc.Bucket, loc.Path)
+	case SchemeAzure:
+		loc, err := loc.resolve(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return NewAzure(ctx, cfg.Azure, loc.Account, loc.Bucket, loc.Path)
+	case SchemeGCS:
+		return NewGCS(ctx, cfg.GCS, loc.Bucket, loc.Path)
 	case SchemeFile:
 		return NewLocal(loc.Path)
 	}

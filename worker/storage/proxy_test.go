@@ -36,7 +36,18 @@ func newProxy(t *testing.T, srv *s3server.Server, intercept interceptor) *proxy 
 }
 
 func newUnstartedProxy(t *testing.T, srv *s3server.Server, intercept interceptor) *proxy {
-	target, err := url.Parse(srv.Endpoint)
+	return newUnstartedProxyTo(t, srv.Endpoint, intercept)
+}
+
+// newProxyTo starts a proxy in front of any HTTP server (the Azure and GCS emulators).
+func newProxyTo(t *testing.T, endpoint string, intercept interceptor) *proxy {
+	p := newUnstartedProxyTo(t, endpoint, intercept)
+	p.Start()
+	return p
+}
+
+func newUnstartedProxyTo(t *testing.T, endpoint string, intercept interceptor) *proxy {
+	target, err := url.Parse(endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,7 +221,7 @@ func (s *S3Store) List(ctx context.Context, prefix, startAfter string) iter.Seq2
 	}
 }
 
-// Open implements Store: one HeadObject for size and ETag, then ranged GETs; see s3Reader. The reader
+// Open implements Store: one HeadObject for size and ETag, then ranged GETs; see rangeReader. The reader
 // uses ctx for all its requests, so ctx must outlive the reader.
 func (s *S3Store) Open(ctx context.Context, key string) (ReaderAt, error) {
 	ok, err := s.objectKey(key)

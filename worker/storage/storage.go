@@ -19,8 +19,9 @@ type ObjectInfo struct {
 	Key     string
 	Size    int64
 	ModTime time.Time
-	// ETag is the object's entity tag on S3 (quotes kept, as the server sends it), "" on local disk.
-	// With the size it tells a rewritten object from the one seen before.
+	// ETag is the object's entity tag on S3 and Azure (quotes kept, as the server sends it), its
+	// generation number on GCS, "" on local disk. With the size it tells a rewritten object from the
+	// one seen before.
 	ETag string
 }
 
@@ -47,8 +48,9 @@ type Store interface {
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
 	// Delete removes an object; deleting a missing key is not an error.
 	Delete(ctx context.Context, key string) error
-	// Location is the root URI for messages ("s3://bucket/prefix", "file:///data/t"); it never
-	// contains credentials.
+	// Location is the root URI in its canonical form ("s3://bucket/prefix",
+	// "abfss://container@account.dfs.core.windows.net/prefix", "gs://bucket/prefix", "file:///data/t");
+	// it never contains credentials.
 	Location() string
 }
 
