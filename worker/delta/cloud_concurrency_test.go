@@ -15,7 +15,7 @@ import (
 func TestConcurrency_GoroutinesRacingOnAzureEachCommitOnce(t *testing.T) {
 	srv := azurite.Start(t)
 	cfg := storage.Config{Azure: srv.AzureConfig()}
-	// az:// with the account from the configuration, as delta-rs users write it.
+	// An az:// location takes the account from the configuration, as delta-rs users write it.
 	store, err := storage.Open(context.Background(), "az://"+srv.Container+"/race", cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -24,7 +25,7 @@ func FuzzWhere(f *testing.F) {
 	}
 	for _, s := range []string{"id = 7", "region IN ('eu', 'us') AND flag = true", "day BETWEEN '2024-01-01' AND '2024-02-01'",
 		"ts >= '2024-01-02T03:04:05.123456Z' AND score IS NULL", "NOT flag", "s.x < 4", "amount = 12.50", "(id > 1", "'unterminated", "id = = 3", ""} {
-		f.Add(s, int64(-1), "", true, -0.0)
+		f.Add(s, int64(-1), "", true, math.Copysign(0, -1))
 	}
 	schema := testSchema()
 	f.Fuzz(func(t *testing.T, src string, id int64, region string, nullRegion bool, score float64) {

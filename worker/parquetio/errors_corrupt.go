@@ -28,7 +28,7 @@ func (r *recordingReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := r.ReaderAt.ReadAt(p, off)
 	// A read beyond the object's end is the decoder following a corrupt offset, not a storage
 	// failure, whatever error the reader reports for it.
-	if err != nil && err != io.EOF && off >= 0 && off+int64(len(p)) <= r.Size() {
+	if err != nil && !errors.Is(err, io.EOF) && off >= 0 && off+int64(len(p)) <= r.Size() {
 		r.mu.Lock()
 		if r.err == nil {
 			r.err = err

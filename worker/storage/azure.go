@@ -48,7 +48,7 @@ func NewAzure(ctx context.Context, cfg AzureConfig, accountHost, containerName, 
 	prefix = strings.Trim(prefix, "/")
 	if prefix != "" {
 		if err := validateKey(prefix); err != nil {
-			return nil, fmt.Errorf("Azure prefix of %s: %w", Location{Scheme: SchemeAzure, Bucket: containerName, Account: host, Path: prefix}, err)
+			return nil, fmt.Errorf("prefix of Azure location %s: %w", Location{Scheme: SchemeAzure, Bucket: containerName, Account: host, Path: prefix}, err)
 		}
 		prefix += "/"
 	}

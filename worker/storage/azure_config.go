@@ -115,24 +115,24 @@ func (c AzureConfig) validate(accountHost string) error {
 	if c.Endpoint != "" {
 		u, err := url.Parse(c.Endpoint)
 		if err != nil {
-			return errors.New("Azure Blob endpoint is not a valid URL: use e.g. http://127.0.0.1:10000/devstoreaccount1")
+			return errors.New("the Azure Blob endpoint is not a valid URL: use e.g. http://127.0.0.1:10000/devstoreaccount1")
 		}
 		if u.User != nil || u.RawQuery != "" {
-			return errors.New("Azure Blob endpoint URL must not contain user info or a query: pass the key or SAS token separately")
+			return errors.New("the Azure Blob endpoint URL must not contain user info or a query: pass the key or SAS token separately")
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("Azure Blob endpoint %q must be an http:// or https:// URL with a host", c.Endpoint)
+			return fmt.Errorf("the Azure Blob endpoint %q must be an http:// or https:// URL with a host", c.Endpoint)
 		}
 	}
 	if c.AccountKey != "" && c.SASToken != "" {
 		return errors.New("both an Azure account key and a SAS token are set: give one of them")
 	}
 	if isOneLake(accountHost) && (c.AccountKey != "" || c.SASToken != "") {
-		return errors.New("OneLake accepts only Entra ID tokens: unset the account key and SAS token and use " +
+		return errors.New("the OneLake endpoint accepts only Entra ID tokens: unset the account key and SAS token and use " +
 			"workload identity, a service principal (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_CLIENT_SECRET) or a managed identity")
 	}
 	if c.BlockSize != 0 && c.BlockSize < minAzureBlockSize {
-		return fmt.Errorf("Azure block size %d is below the minimum of %d bytes", c.BlockSize, minAzureBlockSize)
+		return fmt.Errorf("the Azure block size %d is below the minimum of %d bytes", c.BlockSize, minAzureBlockSize)
 	}
 	return nil
 }

@@ -51,14 +51,14 @@ func parseAzureLocation(s, scheme, rest string) (Location, error) {
 // without echoing it.
 func validateContainer(name string) error {
 	if strings.ContainsAny(name, ":@") {
-		return errors.New("Azure location must not contain credentials (user:key@): configure them separately")
+		return errors.New("the Azure location must not contain credentials (user:key@): configure them separately")
 	}
 	if name == "" || len(name) > 256 {
-		return fmt.Errorf("Azure container name %q is invalid: give 3-63 letters, digits or hyphens", name)
+		return fmt.Errorf("the Azure container name %q is invalid: give 3-63 letters, digits or hyphens", name)
 	}
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("Azure container name %q is invalid: give 3-63 letters, digits or hyphens", name)
+			return fmt.Errorf("the Azure container name %q is invalid: give 3-63 letters, digits or hyphens", name)
 		}
 	}
 	return nil
@@ -70,7 +70,7 @@ func validateContainer(name string) error {
 func azureAccountHost(account string) (string, error) {
 	a := strings.ToLower(strings.TrimSuffix(account, "."))
 	if a == "" || strings.ContainsAny(a, "/:@ ") {
-		return "", fmt.Errorf("Azure storage account %q is invalid: give the account name or its host "+
+		return "", fmt.Errorf("the Azure storage account %q is invalid: give the account name or its host "+
 			"(account.dfs.core.windows.net)", account)
 	}
 	name, suffix, hasSuffix := strings.Cut(a, ".")
@@ -79,7 +79,7 @@ func azureAccountHost(account string) (string, error) {
 	}
 	service, domain, ok := strings.Cut(suffix, ".")
 	if !ok || (service != "dfs" && service != "blob") || name == "" {
-		return "", fmt.Errorf("Azure storage host %q is neither a Blob nor a DFS endpoint "+
+		return "", fmt.Errorf("the Azure storage host %q is neither a Blob nor a DFS endpoint "+
 			"(account.dfs.core.windows.net, onelake.dfs.fabric.microsoft.com)", account)
 	}
 	return name + ".dfs." + domain, nil
