@@ -45,12 +45,11 @@ func NewAzure(ctx context.Context, cfg AzureConfig, accountHost, containerName, 
 	if err := validateContainer(containerName); err != nil {
 		return nil, err
 	}
-	prefix = strings.Trim(prefix, "/")
-	if prefix != "" {
-		if err := validateKey(prefix); err != nil {
-			return nil, fmt.Errorf("prefix of Azure location %s: %w", Location{Scheme: SchemeAzure, Bucket: containerName, Account: host, Path: prefix}, err)
-		}
-		prefix += "/"
+	prefix, err = storePrefix(prefix, func(p string) string {
+		return "Azure location " + Location{Scheme: SchemeAzure, Bucket: containerName, Account: host, Path: p}.String()
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := cfg.validate(host); err != nil {
 		return nil, err

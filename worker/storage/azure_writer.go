@@ -54,18 +54,10 @@ func (w *azureWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	written := 0
-	for len(p) > 0 {
-		take := min(int(w.blockSize)-len(w.buf), len(p))
-		w.buf = append(w.buf, p[:take]...)
-		p = p[take:]
-		written += take
-		if len(w.buf) == int(w.blockSize) {
-			if err := w.stageBlock(); err != nil {
-				w.fail(err)
-				return written, w.err
-			}
-		}
+	written, err := bufferParts(&w.buf, int(w.blockSize), p, w.stageBlock)
+	if err != nil {
+		w.fail(err)
+		return written, w.err
 	}
 	return written, nil
 }

@@ -37,12 +37,9 @@ func NewGCS(ctx context.Context, cfg GCSConfig, bucket, prefix string) (*GCSStor
 	if bucket == "" || strings.ContainsAny(bucket, "/@:") {
 		return nil, fmt.Errorf("GCS bucket name %q is invalid: give gs://bucket/prefix", bucket)
 	}
-	prefix = strings.Trim(prefix, "/")
-	if prefix != "" {
-		if err := validateKey(prefix); err != nil {
-			return nil, fmt.Errorf("GCS prefix of gs://%s/%s: %w", bucket, prefix, err)
-		}
-		prefix += "/"
+	prefix, err := storePrefix(prefix, func(p string) string { return "gs://" + bucket + "/" + p })
+	if err != nil {
+		return nil, err
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -36,12 +36,9 @@ func NewS3(ctx context.Context, cfg S3Config, bucket, prefix string) (*S3Store, 
 	if bucket == "" || strings.Contains(bucket, "/") {
 		return nil, fmt.Errorf("S3 bucket name %q is invalid: give s3://bucket/prefix", bucket)
 	}
-	prefix = strings.Trim(prefix, "/")
-	if prefix != "" {
-		if err := validateKey(prefix); err != nil {
-			return nil, fmt.Errorf("S3 prefix of s3://%s/%s: %w", bucket, prefix, err)
-		}
-		prefix += "/"
+	prefix, err := storePrefix(prefix, func(p string) string { return "s3://" + bucket + "/" + p })
+	if err != nil {
+		return nil, err
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

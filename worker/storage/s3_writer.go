@@ -52,18 +52,10 @@ func (w *s3Writer) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	written := 0
-	for len(p) > 0 {
-		take := min(int(w.partSize)-len(w.buf), len(p))
-		w.buf = append(w.buf, p[:take]...)
-		p = p[take:]
-		written += take
-		if len(w.buf) == int(w.partSize) {
-			if err := w.uploadPart(); err != nil {
-				w.fail(err)
-				return written, w.err
-			}
-		}
+	written, err := bufferParts(&w.buf, int(w.partSize), p, w.uploadPart)
+	if err != nil {
+		w.fail(err)
+		return written, w.err
 	}
 	return written, nil
 }
