@@ -1,7 +1,6 @@
 package format
 
 import (
-	"errors"
 	"io"
 
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -32,18 +31,12 @@ func (r *csvColumnReader) NextColumns() (*parquetio.FlatBatch, error) {
 	}
 	r.c.begin()
 	for r.c.b.Rows < ChunkRows {
-		var line int64
-		if r.pending {
-			r.pending, line = false, r.pendLn
-		} else {
-			var err error
-			line, err = r.tok.next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, r.readErr(err, r.tok.line)
-			}
+		line, ok, err := r.nextLine()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
 		}
 		rc := &row{num: r.rows + 1, line: line}
 		if err := r.convertColumns(rc); err != nil {
@@ -52,11 +45,7 @@ func (r *csvColumnReader) NextColumns() (*parquetio.FlatBatch, error) {
 		r.rows++
 	}
 	if r.c.b.Rows == 0 {
-		r.done = true
-		if r.rows == 0 {
-			return nil, &Error{File: r.p.uri, Err: errors.New("the file has a header but no rows: remove it, or set onBadFile to skip")}
-		}
-		return nil, io.EOF
+		return nil, r.finished()
 	}
 	return r.c.b, nil
 }

@@ -249,24 +249,44 @@ func (r *csvReader) start() error {
 	return nil
 }
 
+// nextLine returns the line of the next record: the first row itself when it was not a header, else
+// the tokenizer's next record. ok is false at the end of the file.
+func (r *csvReader) nextLine() (line int64, ok bool, err error) {
+	if r.pending {
+		r.pending = false
+		return r.pendLn, true, nil
+	}
+	line, err = r.tok.next()
+	if errors.Is(err, io.EOF) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, r.readErr(err, r.tok.line)
+	}
+	return line, true, nil
+}
+
+// finished ends the file: io.EOF, or an error when a header had no rows after it.
+func (r *csvReader) finished() error {
+	r.done = true
+	if r.rows == 0 {
+		return &Error{File: r.p.uri, Err: errors.New("the file has a header but no rows: remove it, or set onBadFile to skip")}
+	}
+	return io.EOF
+}
+
 func (r *csvReader) Next() ([]types.Struct, error) {
 	if r.done {
 		return nil, io.EOF
 	}
 	var out []types.Struct
 	for len(out) < ChunkRows {
-		var line int64
-		if r.pending {
-			r.pending, line = false, r.pendLn
-		} else {
-			var err error
-			line, err = r.tok.next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, r.readErr(err, r.tok.line)
-			}
+		line, ok, err := r.nextLine()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
 		}
 		rc := &row{num: r.rows + 1, line: line}
 		rowOut, err := r.convert(rc)
@@ -280,11 +300,7 @@ func (r *csvReader) Next() ([]types.Struct, error) {
 		r.rows++
 	}
 	if len(out) == 0 {
-		r.done = true
-		if r.rows == 0 {
-			return nil, &Error{File: r.p.uri, Err: errors.New("the file has a header but no rows: remove it, or set onBadFile to skip")}
-		}
-		return nil, io.EOF
+		return nil, r.finished()
 	}
 	return out, nil
 }
