@@ -1,6 +1,6 @@
-// Package emulator runs a cloud storage emulator (Azurite, fake-gcs-server) as a child process of a
-// test on 127.0.0.1, the way internal/testutil/s3server runs the S3 test server: its output is kept
-// for failure messages, it dies with the test binary, and it is stopped when the test ends.
+// Package emulator runs a storage server (the S3 test server, Azurite, fake-gcs-server) as a child
+// process of a test on 127.0.0.1: its output is kept for failure messages, it dies with the test
+// binary, and it is stopped when the test ends.
 package emulator
 
 import (

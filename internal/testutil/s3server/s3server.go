@@ -7,24 +7,21 @@
 package s3server
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/deltakeeper/deltakeeper/internal/testutil/emulator"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
@@ -45,10 +42,7 @@ type Server struct {
 	Bucket string
 
 	dataDir string
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the process has exited
-	logMu   sync.Mutex
-	log     strings.Builder
+	proc    *emulator.Process
 }
 
 // DataDir is the directory the server serves: bucket B's object K is the file DataDir()/B/K.
@@ -115,11 +109,7 @@ func (s *Server) Location(prefix string) string {
 }
 
 // Log returns what the server printed so far, for failure messages.
-func (s *Server) Log() string {
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	return s.log.String()
-}
+func (s *Server) Log() string { return s.proc.Log() }
 
 // Start runs a fresh server on a free loopback port with a temp data directory and one bucket, and
 // stops it when the test ends. A missing binary fails the test: the server is part of the project's
@@ -135,7 +125,6 @@ func Start(t testing.TB) *Server {
 		SecretAccessKey: randomHex(t, 20),
 		Bucket:          "test-" + randomHex(t, 4),
 		dataDir:         t.TempDir(),
-		done:            make(chan struct{}),
 	}
 	// A bucket is a directory in rclone's root; making it up front saves a round trip and a code path.
 	if err := os.Mkdir(filepath.Join(s.dataDir, s.Bucket), 0o755); err != nil {
@@ -143,38 +132,13 @@ func Start(t testing.TB) *Server {
 	}
 
 	// Port 0 and reading the bound address from the log avoids the pick-a-free-port-then-bind race.
-	s.cmd = exec.Command(bin, "serve", "s3",
+	args := []string{"serve", "s3",
 		"--config", "", // no rclone.conf: the local backend needs none
 		"--addr", "127.0.0.1:0",
-		"--auth-key", s.AccessKeyID+","+s.SecretAccessKey,
+		"--auth-key", s.AccessKeyID + "," + s.SecretAccessKey,
 		"--log-level", "NOTICE",
-		s.dataDir)
-	setProcAttr(s.cmd)
-	// An os.Pipe rather than StderrPipe: Wait (in its own goroutine) would close StderrPipe's reader
-	// under readLog; this one reads until the server's end closes.
-	logR, logW, err := os.Pipe()
-	if err != nil {
-		t.Fatalf("s3server: %v", err)
-	}
-	s.cmd.Stdout, s.cmd.Stderr = logW, logW
-	err = s.cmd.Start()
-	logW.Close()
-	if err != nil {
-		logR.Close()
-		t.Fatalf("s3server: starting %s: %v", bin, err)
-	}
-	addr := make(chan string, 1)
-	go s.readLog(logR, addr)
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
-	t.Cleanup(s.stop)
-
-	select {
-	case s.Endpoint = <-addr:
-	case <-s.done:
-		t.Fatalf("s3server: exited before serving:\n%s", s.Log())
-	case <-time.After(15 * time.Second):
-		t.Fatalf("s3server: not serving after 15s:\n%s", s.Log())
-	}
+		s.dataDir}
+	s.proc, s.Endpoint = emulator.Start(t, "s3server", bin, args, nil, listenRE)
 	if err := waitReady(s.Endpoint, 10*time.Second); err != nil {
 		t.Fatalf("s3server: %v\n%s", err, s.Log())
 	}
@@ -182,23 +146,6 @@ func Start(t testing.TB) *Server {
 }
 
 var listenRE = regexp.MustCompile(`Starting s3 server on \[(http://[^\]/ ]+)/?\]`)
-
-// readLog keeps the server's output for failure messages and reports the listen address once seen.
-func (s *Server) readLog(r io.ReadCloser, addr chan<- string) {
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sent := false
-	for sc.Scan() {
-		line := sc.Text()
-		s.logMu.Lock()
-		s.log.WriteString(line + "\n")
-		s.logMu.Unlock()
-		if m := listenRE.FindStringSubmatch(line); m != nil && !sent {
-			addr <- m[1]
-			sent = true
-		}
-	}
-}
 
 // waitReady polls until the server answers HTTP at all (an unsigned request gets 403, which is fine).
 func waitReady(endpoint string, timeout time.Duration) error {
@@ -214,20 +161,6 @@ func waitReady(endpoint string, timeout time.Duration) error {
 			return fmt.Errorf("server at %s not answering after %s: %w", endpoint, timeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// stop asks the server to exit and kills it if it does not within a few seconds.
-func (s *Server) stop() {
-	if s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
 	}
 }
 

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package s3server
-
-import "os/exec"
-
-// setProcAttr has no portable equivalent of Pdeathsig; t.Cleanup still stops the server.
-func setProcAttr(cmd *exec.Cmd) {}
