@@ -230,8 +230,8 @@ func serviceAccount(table *deltav1.DeltaTable, t *deltav1.JobTemplate) (string, 
 
 // workerEnv is the worker's environment: scratch space, the Go memory limit from the container's memory
 // limit, and the storage settings: S3's under their standard AWS names, Azure's and GCS's as cloudEnv
-// writes them. Credentials are references to the table's
-// Secret, resolved by the kubelet; the manager never sees them.
+// writes them. Credentials are references to the table's Secret, resolved by the kubelet; the manager never
+// sees them.
 func workerEnv(table *deltav1.DeltaTable) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: "HOME", Value: "/tmp"},
