@@ -181,7 +181,7 @@ type IngestSource struct {
 // +kubebuilder:validation:XValidation:rule="self.format != 'csv' || !has(self.options) || self.options.all(k, k.lowerAscii() in ['header', 'delimiter', 'sep', 'quote', 'escape', 'comment', 'nullvalue', 'dateformat', 'timestampformat', 'infercolumntypes'])",message="csv options are header, delimiter (sep), quote, escape, comment, nullValue, dateFormat, timestampFormat and inferColumnTypes"
 // +kubebuilder:validation:XValidation:rule="!has(self.options) || self.options.all(k, !(k.lowerAscii() in ['header', 'multiline', 'infercolumntypes']) || self.options[k] in ['true', 'false'])",message="header, multiLine and inferColumnTypes take true or false"
 type FileSource struct {
-	// Location is an s3://, Azure (abfss://, az://, …), gs:// or file:/// prefix to watch.
+	// Location is an s3:// or file:/// prefix to watch.
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3|abfss|abfs|wasbs|wasb|az|azure|gs)://.') || self.startsWith('file:///')",message="source.files.location must be an s3:// or file:/// URI, or an Azure (abfss://, abfs://, wasbs://, wasb://, az://) or gs:// one"
