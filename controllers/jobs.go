@@ -101,6 +101,7 @@ func BuildJob(r *JobRequest) *batchv1.Job {
 	if podLabels == nil {
 		podLabels = map[string]string{}
 	}
+	maps.Copy(podLabels, cloudPodLabels(r.Table))
 	maps.Copy(podLabels, labels) // ours win over the template's
 	podAnnotations := maps.Clone(t.PodAnnotations)
 	if podAnnotations == nil {
@@ -217,16 +218,10 @@ func podFailurePolicy() *batchv1.PodFailurePolicy {
 
 // serviceAccount picks the pod's ServiceAccount: the template's override, else the ambient-identity account
 // of the table's credentials, else the namespace default. The API token is mounted only for an explicit
-// account used as the identity: IRSA and EKS Pod Identity exchange the projected token for AWS credentials;
-// static keys and the default account need no token.
+// account used as the identity: IRSA, EKS Pod Identity and AKS workload identity exchange a projected token
+// for cloud credentials; static keys and the default account need no token.
 func serviceAccount(table *deltav1.DeltaTable, t *deltav1.JobTemplate) (string, bool) {
-	var credSA string
-	staticKeys := false
-	if s3 := table.S3(); s3 != nil && s3.Credentials != nil {
-		credSA = s3.Credentials.ServiceAccountName
-		staticKeys = s3.Credentials.SecretRef != nil
-	}
-	sa := credSA
+	sa, staticKeys := identityServiceAccount(table)
 	if t.ServiceAccountName != "" {
 		sa = t.ServiceAccountName
 	}
@@ -234,8 +229,9 @@ func serviceAccount(table *deltav1.DeltaTable, t *deltav1.JobTemplate) (string, 
 }
 
 // workerEnv is the worker's environment: scratch space, the Go memory limit from the container's memory
-// limit, and the S3 settings under their standard AWS names. Credentials are references to the table's
-// Secret, resolved by the kubelet; the manager never sees them.
+// limit, and the storage settings: S3's under their standard AWS names, Azure's and GCS's as cloudEnv
+// writes them. Credentials are references to the table's Secret, resolved by the kubelet; the manager never
+// sees them.
 func workerEnv(table *deltav1.DeltaTable) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: "HOME", Value: "/tmp"},
@@ -244,6 +240,7 @@ func workerEnv(table *deltav1.DeltaTable) []corev1.EnvVar {
 			ContainerName: workerContainer, Resource: "limits.memory", Divisor: resource.MustParse("1"),
 		}}},
 	}
+	env = append(env, cloudEnv(table)...)
 	s3 := table.S3()
 	if s3 == nil {
 		return env
@@ -281,7 +278,8 @@ func workerEnv(table *deltav1.DeltaTable) []corev1.EnvVar {
 }
 
 // storageVolumes returns the pod's volumes and the worker's mounts: scratch /tmp (the root filesystem is
-// read-only), the CA bundle read-only, and the table's PersistentVolumeClaim for file:// tables.
+// read-only), the CA bundle and a GCS service-account key read-only, and the table's PersistentVolumeClaim
+// for file:// tables.
 func storageVolumes(table *deltav1.DeltaTable, scratch resource.Quantity) ([]corev1.Volume, []corev1.VolumeMount) {
 	volumes := []corev1.Volume{{
 		Name:         tmpVolume,
@@ -298,6 +296,8 @@ func storageVolumes(table *deltav1.DeltaTable, scratch resource.Quantity) ([]cor
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: caVolume, MountPath: caMountDir, ReadOnly: true})
 	}
+	cloudVols, cloudMounts := cloudVolumes(table)
+	volumes, mounts = append(volumes, cloudVols...), append(mounts, cloudMounts...)
 	if local := table.Local(); local != nil {
 		path := local.MountPath
 		if path == "" {

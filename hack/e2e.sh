@@ -6,6 +6,7 @@
 #   phase A  the installation: manager Available under restricted Pod Security, leader Lease, the image runs a
 #            `version` Job, pods reach the host's S3 server            (tests not named TestMaintenance_*)
 #   phase B  the product scenario: a run-now OptimizePolicy compacts an S3 table (TestMaintenance_*)
+#   phase C  Azure and GCS tables on Azurite and fake-gcs-server, which the tests start on the bridge (TestCloud_*)
 #
 # Logs of every component, the manager, the S3 server and the test output go to bin/e2e-logs/.
 # Environment: DELTAKEEPER_E2E_PHASES ("A B" by default; "A" runs only phase A), DELTAKEEPER_E2E_KEEP_CLUSTER=1
@@ -22,7 +23,7 @@ cd "$DK_ROOT"
 IMAGE=deltakeeper.local/deltakeeper:e2e
 PROBE_IMAGE=deltakeeper.local/e2e-probe:e2e
 LOGDIR=$DK_ROOT/bin/e2e-logs
-PHASES=${DELTAKEEPER_E2E_PHASES:-A B}
+PHASES=${DELTAKEEPER_E2E_PHASES:-A B C}
 KEEP=${DELTAKEEPER_E2E_KEEP_CLUSTER:-0}
 MANAGER_NS=deltakeeper-system
 MANAGER=deployment/deltakeeper-manager
@@ -76,6 +77,8 @@ trap 'exit 130' INT TERM   # turn Ctrl-C and kill into an ordinary exit, so on_e
 step "build Kubernetes, the S3 server, the images"
 K8S_BIN=$(hack/build-k8s.sh all)
 S3SERVER=$(hack/build-s3server.sh)
+AZURITE=$(hack/build-azurite.sh)
+GCSSERVER=$(hack/build-gcsserver.sh)
 tarball=$(hack/build-image.sh "$IMAGE")
 VERSION=$(bin/deltakeeper version)
 mkdir -p bin/e2e
@@ -147,6 +150,7 @@ export DELTAKEEPER_E2E_S3_ENDPOINT=$endpoint
 export DELTAKEEPER_E2E_S3_BUCKET=$bucket
 export AWS_ACCESS_KEY_ID=$access_key AWS_SECRET_ACCESS_KEY=$secret_key AWS_REGION=us-east-1
 export DELTAKEEPER_S3SERVER=$S3SERVER   # test/e2e/probe's own test starts a server too
+export DELTAKEEPER_AZURITE=$AZURITE DELTAKEEPER_GCSSERVER=$GCSSERVER   # phase C starts them on the bridge
 if [[ ${DELTAKEEPER_DEMO:-0} == 1 ]]; then
   step "demo"
   hack/demo-scenario.sh
@@ -165,9 +169,10 @@ run_phase() {   # run_phase NAME GO_TEST_SELECTION...
 }
 for phase in $PHASES; do
   case $phase in
-    A) run_phase A -skip '^TestMaintenance_' ;;
+    A) run_phase A -skip '^Test(Maintenance|Cloud)_' ;;
     B) run_phase B -run '^TestMaintenance_' ;;
-    *) dk_die "unknown phase $phase in DELTAKEEPER_E2E_PHASES (A, B)" ;;
+    C) run_phase C -run '^TestCloud_' ;;
+    *) dk_die "unknown phase $phase in DELTAKEEPER_E2E_PHASES (A, B, C)" ;;
   esac
 done
 if ((${#failed[@]})); then

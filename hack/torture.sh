@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # torture.sh - `make torture`: the full torture suite (test/torture at DELTAKEEPER_TORTURE=full: at least
 # 200 SIGKILLs of every maintenance command, 500 commits of appenders racing maintenance, 250 runs through
-# the S3 fault proxy, on local disk and on the S3 test server). `make test` runs the same suite at CI size.
+# the S3 fault proxy, on local disk, on the S3 test server and on Azurite). `make test` runs the same suite at
+# CI size.
 #
 #   DELTAKEEPER_TORTURE_SEED=<n> hack/torture.sh     replays a run (the seed is printed at the start)
 #   TORTURE_RUN='TestCrash/s3/.*' hack/torture.sh    narrows it (go test -run)
@@ -11,7 +12,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 DELTAKEEPER_S3SERVER=$(hack/build-s3server.sh)
-export DELTAKEEPER_S3SERVER
+DELTAKEEPER_AZURITE=$(hack/build-azurite.sh)
+export DELTAKEEPER_S3SERVER DELTAKEEPER_AZURITE
 export DELTAKEEPER_TORTURE=full
 mkdir -p bin
 start=$(date +%s)

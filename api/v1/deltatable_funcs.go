@@ -24,6 +24,22 @@ func (t *DeltaTable) S3() *S3Storage {
 	return t.Spec.Storage.S3
 }
 
+// Azure returns the table's Azure settings, or nil.
+func (t *DeltaTable) Azure() *AzureStorage {
+	if t.Spec.Storage == nil {
+		return nil
+	}
+	return t.Spec.Storage.Azure
+}
+
+// GCS returns the table's GCS settings, or nil.
+func (t *DeltaTable) GCS() *GCSStorage {
+	if t.Spec.Storage == nil {
+		return nil
+	}
+	return t.Spec.Storage.GCS
+}
+
 // Local returns the table's PersistentVolumeClaim settings, or nil.
 func (t *DeltaTable) Local() *LocalStorage {
 	if t.Spec.Storage == nil {

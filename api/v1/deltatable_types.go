@@ -11,11 +11,20 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.local) || self.location.startsWith('file:///')",message="storage.local applies only to file:// locations; remove it or use a file:// location"
 // +kubebuilder:validation:XValidation:rule="!self.location.startsWith('file:///') || (has(self.storage) && has(self.storage.local))",message="a file:// location needs storage.local.claimName: the worker pod reads the table from that PersistentVolumeClaim"
 // +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.local) || self.location.startsWith('file://' + self.storage.local.mountPath + '/')",message="a file:// location must lie under storage.local.mountPath (default /data), e.g. file:///data/tables/orders"
+// +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.azure) || self.location.matches('^(abfss|abfs|wasbs|wasb|az|azure)://')",message="storage.azure applies only to Azure locations (abfss://, abfs://, wasbs://, wasb://, az://); remove it or use an Azure location"
+// +kubebuilder:validation:XValidation:rule="!self.location.matches('^(abfss|abfs|wasbs|wasb|az|azure)://') || (has(self.storage) && has(self.storage.azure))",message="an Azure location needs storage.azure.credentials: one of accountKeySecretRef, sasTokenSecretRef or workloadIdentity"
+// +kubebuilder:validation:XValidation:rule="!self.location.matches('^(az|azure)://') || !has(self.storage) || !has(self.storage.azure) || has(self.storage.azure.account)",message="an az:// location names no storage account: set storage.azure.account or write abfss://<container>@<account>.dfs.core.windows.net/<prefix>"
+// +kubebuilder:validation:XValidation:rule="!self.location.matches('^abfss?://[^/]*@onelake[.]') || !has(self.storage) || !has(self.storage.azure) || has(self.storage.azure.credentials.workloadIdentity)",message="OneLake accepts only Entra ID tokens: use storage.azure.credentials.workloadIdentity, not an account key or SAS"
+// +kubebuilder:validation:XValidation:rule="!has(self.storage) || !has(self.storage.gcs) || self.location.startsWith('gs://')",message="storage.gcs applies only to gs:// locations; remove it or use a gs:// location"
+// +kubebuilder:validation:XValidation:rule="!self.location.startsWith('gs://') || (has(self.storage) && has(self.storage.gcs))",message="a gs:// location needs storage.gcs: credentials (serviceAccountKeySecretRef or workloadIdentity) or emulatorHost"
 type DeltaTableSpec struct {
-	// Location of the table root: s3://bucket/prefix or file:///absolute/path.
+	// Location of the table root: s3://bucket/prefix, an Azure location
+	// (abfss://container@account.dfs.core.windows.net/prefix, also abfs://, wasbs://, wasb://, OneLake's
+	// abfss://workspace@onelake.dfs.fabric.microsoft.com/item/…, or az://container/prefix with
+	// storage.azure.account), gs://bucket/prefix, or file:///absolute/path.
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.matches('^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$') || self.matches('^file:///.+$')",message="location must be s3://<bucket>[/prefix] with a valid bucket name, or file:///<absolute path>"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$') || self.matches('^(abfss|abfs|wasbs|wasb)://[A-Za-z0-9._-]+@[A-Za-z0-9-]+([.](dfs|blob)[.][A-Za-z0-9.-]+)?(/.*)?$') || self.matches('^(az|azure)://[A-Za-z0-9._-]+(/.*)?$') || self.matches('^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$') || self.matches('^file:///.+$')",message="location must be s3://<bucket>[/prefix], abfss://<container>@<account>.dfs.core.windows.net[/prefix] (or abfs://, wasbs://, wasb://, az://<container>[/prefix]), gs://<bucket>[/prefix] with a valid bucket or container name, or file:///<absolute path>"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="location is immutable: create a new DeltaTable to manage another table"
 	Location string `json:"location"`
 
@@ -51,6 +60,7 @@ type DeltaTableSpec struct {
 
 // StorageSpec configures access to the table's storage. The reconciler never reads credentials: it only
 // references them in the worker Jobs it creates.
+// +kubebuilder:validation:XValidation:rule="[has(self.s3), has(self.local), has(self.azure), has(self.gcs)].filter(x, x).size() == 1",message="storage names exactly one of s3, local, azure or gcs: the one matching the location's scheme"
 type StorageSpec struct {
 	// S3 settings for s3:// locations (AWS or any S3-compatible store).
 	// +optional
@@ -59,6 +69,14 @@ type StorageSpec struct {
 	// Local mounts a PersistentVolumeClaim for file:// locations.
 	// +optional
 	Local *LocalStorage `json:"local,omitempty"`
+
+	// Azure settings for Azure locations (Blob Storage, ADLS Gen2, OneLake).
+	// +optional
+	Azure *AzureStorage `json:"azure,omitempty"`
+
+	// GCS settings for gs:// locations.
+	// +optional
+	GCS *GCSStorage `json:"gcs,omitempty"`
 }
 
 // S3Storage holds the endpoint and credentials for an s3:// location.

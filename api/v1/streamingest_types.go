@@ -118,7 +118,7 @@ type StreamIngestSpec struct {
 	// CheckpointLocation stores the stream's progress (default: <table>/_deltakeeper/streams/<namespace>.<name>).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.startsWith('s3://') || self.startsWith('file:///')",message="checkpointLocation must be an s3:// or file:/// URI"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3|abfss|abfs|wasbs|wasb|az|azure|gs)://.') || self.startsWith('file:///')",message="checkpointLocation must be an s3:// or file:/// URI, or an Azure (abfss://, abfs://, wasbs://, wasb://, az://) or gs:// one"
 	CheckpointLocation string `json:"checkpointLocation,omitempty"`
 
 	// Suspend stops new batches.
@@ -184,7 +184,7 @@ type FileSource struct {
 	// Location is an s3:// or file:/// prefix to watch.
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.startsWith('s3://') || self.startsWith('file:///')",message="source.files.location must be an s3:// or file:/// URI"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3|abfss|abfs|wasbs|wasb|az|azure|gs)://.') || self.startsWith('file:///')",message="source.files.location must be an s3:// or file:/// URI, or an Azure (abfss://, abfs://, wasbs://, wasb://, az://) or gs:// one"
 	Location string `json:"location"`
 
 	// Format of the files.

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
+	"github.com/deltakeeper/deltakeeper/internal/testutil/azurite"
 	"github.com/deltakeeper/deltakeeper/internal/testutil/s3server"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -25,15 +26,17 @@ import (
 // site is one table location under torture, with what the harness needs to look at it behind the
 // project's back.
 type site struct {
-	backend  string // "local" or "s3"
+	backend  string // "local", "s3" or "azure"
 	location string // the table's URI, as the CLI gets it
 	// store opens the table directly (never through a fault proxy), for fixtures and checks.
 	store storage.Store
 	// rawDir holds the table's files as plain files: the table directory, or the S3 server's
-	// object directory of the table's prefix (read-only: writes must go through S3).
+	// object directory of the table's prefix (read-only: writes must go through S3); empty on
+	// Azure, whose blobs are looked at through the SDK (backend_azure_test.go).
 	rawDir string
-	srv    *s3server.Server // nil on local disk
-	prefix string           // the table's key prefix on S3
+	srv    *s3server.Server // nil on local disk and Azure
+	az     *azurite.Server  // nil on local disk and S3
+	prefix string           // the table's key prefix on S3 and Azure
 }
 
 // backend opens a fresh, empty table location.
@@ -42,7 +45,7 @@ type backend struct {
 	open func(t *testing.T, table string) *site
 }
 
-var backends = []backend{{"local", openLocal}, {"s3", openS3}}
+var backends = []backend{{"local", openLocal}, {"s3", openS3}, {"azure", openAzure}}
 
 func openLocal(t *testing.T, table string) *site {
 	dir := keptDir(t)
@@ -95,6 +98,9 @@ func keptDir(t *testing.T) string {
 // may be a fault proxy; "" means the server itself).
 func (s *site) env(endpoint string) []string {
 	env := os.Environ()
+	if s.az != nil {
+		return append(env, s.az.Env()...)
+	}
 	if s.srv == nil {
 		return env
 	}
@@ -135,6 +141,9 @@ func (s *site) rawFiles(t testing.TB) []rawFile {
 }
 
 func (s *site) listRaw() ([]rawFile, error) {
+	if s.az != nil {
+		return s.listAzure()
+	}
 	var out []rawFile
 	err := filepath.WalkDir(s.rawDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -168,6 +177,9 @@ func (s *site) listRaw() ([]rawFile, error) {
 
 // readRaw reads one file of the table behind the project's back.
 func (s *site) readRaw(key string) ([]byte, error) {
+	if s.az != nil {
+		return s.readAzure(key)
+	}
 	return os.ReadFile(filepath.Join(s.rawDir, filepath.FromSlash(key)))
 }
 
@@ -177,6 +189,9 @@ func (s *site) readRaw(key string) ([]byte, error) {
 // directory must not be changed behind its back).
 func (s *site) ageLog(t testing.TB, age time.Duration) {
 	t.Helper()
+	if !s.canAgeLog() {
+		t.Fatalf("ageLog: the %s backend cannot change modification times; check canAgeLog first", s.backend)
+	}
 	when := time.Now().Add(-age)
 	if s.srv == nil {
 		for _, f := range s.rawFiles(t) {

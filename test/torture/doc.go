@@ -1,6 +1,6 @@
 // Package torture is the project's torture suite: it does to deltakeeper what a new user's worst day
-// would, on local disk and on the S3 test server, and checks after every blow that no row was lost or
-// duplicated and that the table is still a table.
+// would, on local disk, on the S3 test server and on Azurite (Azure Blob Storage), and checks after
+// every blow that no row was lost or duplicated and that the table is still a table.
 //
 //   - TestCrash runs the CLI as a child process (optimize, clustering, vacuum, checkpoint with log
 //     cleanup, maintain; one entry of crashCommands each) and SIGKILLs it at random moments — a random
@@ -16,6 +16,11 @@
 //     resets, delays, lost acknowledgements of log writes, 500 after the write happened): each run
 //     succeeds with the table exact, or fails with a clear error and the table exact, and a clean run
 //     then succeeds.
+//
+// On Azure the harness reads the table's blobs with the SDK's container client, not through the
+// project's store; Azure sets Last-Modified itself, so the log cannot be aged there, and the final
+// sweep checks instead that log cleanup deletes nothing of a young log. Kills are time-based only (the
+// fault proxy speaks S3).
 //
 // On S3 every child process talks to the server through the fault proxy, even when nothing is
 // injected: that is what lets a kill land on an exact request, and what tells the harness when a

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -35,16 +33,12 @@ func (c idReader) ids(s *site, path string) ([]int64, error) {
 	if ids, ok := c[path]; ok {
 		return ids, nil
 	}
-	f, err := os.Open(filepath.Join(s.rawDir, filepath.FromSlash(path)))
+	f, size, closeFile, err := s.openRaw(path)
 	if err != nil {
 		return nil, fmt.Errorf("live file %s: %w", path, err)
 	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(f, info.Size())
+	defer closeFile()
+	pf, err := parquet.OpenFile(f, size)
 	if err != nil {
 		return nil, fmt.Errorf("live file %s: parquet-go cannot open it: %w", path, err)
 	}

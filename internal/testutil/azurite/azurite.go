@@ -43,11 +43,18 @@ type Server struct {
 	proc *emulator.Process
 }
 
-var listenRE = regexp.MustCompile(`successfully listens on (http://127\.0\.0\.1:\d+)`)
+var listenRE = regexp.MustCompile(`successfully listens on (http://[0-9.]+:\d+)`)
 
 // Start runs a fresh in-memory Azurite on a free loopback port and stops it when the test ends. A
 // missing installation fails the test.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartOn(t, "127.0.0.1")
+}
+
+// StartOn is Start on another local address: the end-to-end tests bind the pod bridge's, which both the
+// host and the cluster's pods reach.
+func StartOn(t testing.TB, host string) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -61,7 +68,7 @@ func Start(t testing.TB) *Server {
 		Container: "test-" + emulator.RandomHex(t, 4),
 	}
 	args := []string{
-		"--blobHost", "127.0.0.1", "--blobPort", "0", // the bound port is read from the log
+		"--blobHost", host, "--blobPort", "0", // the bound port is read from the log
 		"--inMemoryPersistence", "--extentMemoryLimit", "1024",
 		// The Go SDK speaks a newer service version than Azurite announces; the operations we use
 		// are all in Azurite's.

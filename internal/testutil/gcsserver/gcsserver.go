@@ -40,11 +40,18 @@ type Server struct {
 	proc *emulator.Process
 }
 
-var listenRE = regexp.MustCompile(`server started at (http://127\.0\.0\.1:\d+)`)
+var listenRE = regexp.MustCompile(`server started at (http://[0-9.]+:\d+)`)
 
 // Start runs a fresh in-memory server on a free loopback port and stops it when the test ends. A
 // missing binary fails the test.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartOn(t, "127.0.0.1")
+}
+
+// StartOn is Start on another local address: the end-to-end tests bind the pod bridge's, which both the
+// host and the cluster's pods reach.
+func StartOn(t testing.TB, host string) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -52,13 +59,13 @@ func Start(t testing.TB) *Server {
 	}
 	// The server must know its own URL for the Location of resumable uploads, so the port is picked
 	// here rather than by the server.
-	port, err := freePort()
+	port, err := freePort(host)
 	if err != nil {
 		t.Fatalf("gcsserver: %v", err)
 	}
-	self := "127.0.0.1:" + strconv.Itoa(port)
+	self := net.JoinHostPort(host, strconv.Itoa(port))
 	s := &Server{Bucket: "test-" + emulator.RandomHex(t, 4)}
-	args := []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
+	args := []string{"-scheme", "http", "-host", host, "-port", strconv.Itoa(port),
 		"-backend", "memory", "-external-url", "http://" + self, "-public-host", self, "-log-level", "info"}
 	s.proc, s.Endpoint = emulator.Start(t, "gcsserver", bin, args, nil, listenRE)
 
@@ -74,8 +81,8 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}
