@@ -279,4 +279,3 @@ func (d *deleter) withDV(fd FileDeletes) error {
 	}
 	return nil
 }
-
