@@ -143,7 +143,13 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 		return false, err
 	}
 	if m.o.beforeCommit != nil {
-		m.o.beforeCommit(attempt)
+		var paths []string
+		if st.inserts != nil {
+			for _, a := range st.inserts.adds {
+				paths = append(paths, a.Path)
+			}
+		}
+		m.o.beforeCommit(attempt, paths)
 	}
 	res, err := tx.Commit(ctx)
 	var conflict *delta.ConflictError
