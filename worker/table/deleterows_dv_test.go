@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -264,6 +265,38 @@ func TestDeleteWhere_MergesIntoASparkWrittenDeletionVector(t *testing.T) {
 		if a.Remove != nil && a.Remove.DeletionVector.UniqueID() != sparkDV.UniqueID() {
 			t.Errorf("remove carries %q, want Spark's DV %q", a.Remove.DeletionVector.UniqueID(), sparkDV.UniqueID())
 		}
+	}
+
+	// With DVs switched off, copy-on-write drops the DV's rows and the new ones alike.
+	tx, err := snap.Begin(delta.OpMetadataChange, delta.TxnOptions{Operation: "SET TBLPROPERTIES"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := snap.Metadata()
+	md.Configuration = maps.Clone(md.Configuration)
+	md.Configuration[delta.PropEnableDeletionVectors] = "false"
+	if err := tx.UpdateMetadata(md); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rep = deleteWhere(t, tbl, "value = 5", table.DeleteWhereOptions{})
+	snap = latestSnap(t, tbl)
+	if rep.FilesRewritten != 1 || rep.DVsWritten != 0 || rep.RowsCopied != 5 || snap.Files()[0].DeletionVector != nil {
+		t.Fatalf("report %+v, file %+v: want a copy-on-write rewrite without DV", rep, snap.Files()[0])
+	}
+	if n, _ := delta.NumRecords(snap.Files()[0].Stats); n != 5 {
+		t.Errorf("rewritten file holds %d rows, want the 5 survivors", n)
+	}
+	rows, _ = scanAll(t, snap, table.ScanOptions{})
+	got = got[:0]
+	for _, r := range rows {
+		got = append(got, r[0].(int32))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int32{1, 2, 6, 7, 8}) {
+		t.Fatalf("rows %v after the copy-on-write delete", got)
 	}
 }
 
