@@ -118,7 +118,11 @@ func (tx *Transaction) checkConflict(w *winnerSummary) error {
 		}
 	}
 	// 6. Added files this transaction should have read. Under WriteSerializable (the default)
-	// blind appends never conflict; under Serializable they do.
+	// blind appends never conflict; under Serializable they do. A MERGE's key predicate
+	// (ReadKeysWhere) is the exception: conflicts_merge.go.
+	if err := tx.checkKeyPredicates(w, conflict); err != nil {
+		return err
+	}
 	if !w.blindAppend || tx.isolation == "Serializable" {
 		for _, a := range w.adds {
 			if tx.readWholeTable {
@@ -155,4 +159,6 @@ func (tx *Transaction) checkConflict(w *winnerSummary) error {
 type readPredicate struct {
 	description string
 	match       func(*AddFile) bool
+	// evenBlind makes blind appends matching the predicate conflict under WriteSerializable too.
+	evenBlind bool
 }

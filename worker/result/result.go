@@ -69,6 +69,7 @@ type Result struct {
 	Applied    *Applied `json:"applied,omitempty"`
 	Ops        []Op     `json:"ops,omitempty"` // maintenance steps, in order
 	Ingest     *Ingest  `json:"ingest,omitempty"`
+	Merge      *Merge   `json:"merge,omitempty"`
 }
 
 // Table is what a table is: the facts DeltaTable status shows.
