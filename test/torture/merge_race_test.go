@@ -60,7 +60,7 @@ type mergeRow struct {
 }
 
 func (r mergeRow) json() string {
-	return fmt.Sprintf(`{"id":%d,"val":%d,"writer":"%s","del":%t}`, r.id, r.val, r.writer, r.del)
+	return fmt.Sprintf(`{"id":%d,"val":%d,"writer":%q,"del":%t}`, r.id, r.val, r.writer, r.del)
 }
 
 // upsertBatch is batch b of upserter u: mergeBatchKeys of its keys, about a fifth of them deletes.
