@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -270,7 +269,8 @@ func (d *deleter) withDV(fd FileDeletes) error {
 	if err != nil {
 		return fmt.Errorf("table %s: %w", loc, err)
 	}
-	d.tx.Add(wide.WithDeletionVector(dv, d.now().UnixMilli()))
+	// Same path, size and modificationTime (the data file did not change, as Spark writes it).
+	d.tx.Add(wide.WithDeletionVector(dv, f.ModificationTime))
 	d.res.DVsWritten++
 	if f.DeletionVector != nil {
 		d.res.DVsUpdated++
@@ -278,11 +278,4 @@ func (d *deleter) withDV(fd FileDeletes) error {
 		d.res.DVsAdded++
 	}
 	return nil
-}
-
-func (d *deleter) now() time.Time {
-	if d.opts.Now != nil {
-		return d.opts.Now()
-	}
-	return time.Now()
 }

@@ -129,6 +129,6 @@ func setDeleteMetrics(tx *delta.Transaction, rep *DeleteReport, dres *DeleteResu
 	tx.SetMetric("numAddedChangeFiles", 0)
 	tx.SetMetric("numFilesBeforeSkipping", int64(rep.FilesTotal))
 	tx.SetMetric("numFilesAfterSkipping", int64(fst.FilesScanned))
-	tx.SetMetric("numBytesAdded", dres.BytesWritten)
-	tx.SetMetric("numBytesRemoved", dres.BytesRemoved)
+	tx.SetMetric("numAddedBytes", dres.BytesWritten)
+	tx.SetMetric("numRemovedBytes", dres.BytesRemoved)
 }
