@@ -277,18 +277,25 @@ func (m *model) merge(spec mergeSpec, rows []batchRow, newCols []string, format,
 		m.fatalf("the merge failed:\n%s", run)
 	}
 	m.exec("CREATE OR REPLACE TABLE next AS " + spec.expectedSQL())
+	m.settle(run, before)
+}
+
+// settle checks the command's commit against table next, the model's rows after it: a new version holding
+// them, or no commit where next equals prev.
+func (m *model) settle(run cliRun, before delta.Version) {
+	m.t.Helper()
 	v := m.latest()
 	if v == before {
 		// No commit: only right when the merge changes no row.
 		if diff := m.count(`SELECT (SELECT count(*) FROM (SELECT * FROM next EXCEPT ALL SELECT * FROM prev)) +
 			(SELECT count(*) FROM (SELECT * FROM prev EXCEPT ALL SELECT * FROM next))`); diff > 0 {
-			m.fatalf("the merge committed nothing, but %d rows should have changed:\n%s", diff, run)
+			m.fatalf("nothing was committed, but %d rows should have changed:\n%s", diff, run)
 		}
 		m.checkVersion(before, true)
 		return
 	}
 	if v != before+1 {
-		m.t.Logf("the merge committed versions %d..%d; only the last is checked", before+1, v)
+		m.t.Logf("%s committed versions %d..%d; only the last is checked", run.args[0], before+1, v)
 	}
 	m.recordVersion(v)
 	m.checkVersion(v, true)

@@ -27,7 +27,9 @@ func (m *model) runStep() {
 	switch r := g.rng.IntN(100); {
 	case r < 6:
 		m.optimize()
-	case r < 40: // upsert: delete markers, null keys, duplicates resolved by the ordering column
+	case r < 10:
+		m.deleteWhere(existing)
+	case r < 42: // upsert: delete markers, null keys, duplicates resolved by the ordering column
 		spec := keyed("upsert")
 		orderBy, deletes := g.rng.IntN(5) < 2, g.rng.IntN(2) == 0
 		if orderBy {
@@ -127,6 +129,31 @@ func (m *model) keyedRows(existing, fresh []key, dups, nulls, deletes bool) []ba
 	}
 	g.shuffle(rows)
 	return rows
+}
+
+// deleteWhere runs `deltakeeper delete --where` with a key range, a partition value or a null test; the
+// model keeps the rows for which the predicate is not true (SQL's three-valued logic: NULL keeps the row).
+func (m *model) deleteWhere(existing []key) {
+	g := m.gen
+	var pred string
+	switch r := g.rng.IntN(10); {
+	case r < 5 && len(existing) > 0:
+		lo := existing[g.rng.IntN(len(existing))].k
+		pred = fmt.Sprintf("k >= %d AND k < %d", lo, lo+1+g.rng.Int64N(2000))
+	case r < 8:
+		pred = fmt.Sprintf("p = %d", g.rng.Int64N(g.parts))
+	case r < 9:
+		pred = "k IS NULL"
+	default:
+		pred = fmt.Sprintf("k IN (%d, %d) OR k2 = %d", g.rng.Int64N(keySpace), g.rng.Int64N(keySpace), g.rng.Int64N(3))
+	}
+	before := m.versions[len(m.versions)-1]
+	run := runCLI(m.t, "delete", m.dir, "--where", pred, "-o", "json")
+	if run.code != result.ExitSucceeded && run.code != result.ExitNothingToDo {
+		m.fatalf("delete failed:\n%s", run)
+	}
+	m.exec(fmt.Sprintf("CREATE OR REPLACE TABLE next AS SELECT * FROM prev WHERE NOT coalesce((%s), false)", pred))
+	m.settle(run, before)
 }
 
 // optimize runs OPTIMIZE (clustering a clustered table); the rows stay what they were.
