@@ -84,14 +84,17 @@ func TestMerge_TableEqualsDuckDBModelAfterEveryMerge(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("seed %d: %d merges (%d expected to fail), %d optimize runs, %d versions read back by time travel",
-		seed, counts.merges.Load(), counts.refused.Load(), counts.optimizes.Load(), counts.timeTravel.Load())
+	t.Logf("seed %d: %d merges (%d expected to fail), %d optimize runs, %d versions read back by time travel, %d versions with deletion vectors",
+		seed, counts.merges.Load(), counts.refused.Load(), counts.optimizes.Load(), counts.timeTravel.Load(), counts.dvVersions.Load())
 	if !t.Failed() && counts.merges.Load() < 200 {
 		t.Fatalf("only %d merges ran; issue 13 asks for at least 200", counts.merges.Load())
 	}
+	if !t.Failed() && counts.dvVersions.Load() == 0 {
+		t.Fatal("no version of the tables with deletion vectors enabled has a DV: the merges rewrote files instead of writing DVs")
+	}
 }
 
-type modelCounts struct{ merges, refused, optimizes, timeTravel atomic.Int64 }
+type modelCounts struct{ merges, refused, optimizes, timeTravel, dvVersions atomic.Int64 }
 
 // model is one scenario's table and its expected rows.
 type model struct {

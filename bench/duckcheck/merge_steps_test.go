@@ -204,6 +204,7 @@ func (m *model) checkVersion(v delta.Version, direct bool) {
 	var files []string
 	for _, f := range snap.Files() {
 		if f.DeletionVector != nil {
+			m.counts.dvVersions.Add(1)
 			return
 		}
 		key, err := delta.ObjectKey(snap.Table().Location(), f.Path)
