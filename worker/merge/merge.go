@@ -132,7 +132,7 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 			m.inserts = nil
 		}
 	}
-	p, err := prepare(m.src, readSchema, m.o, m.tbl.Location())
+	p, err := prepare(m.src, readSchema, len(wsnap.Schema().Fields), m.o, m.tbl.Location())
 	if err != nil {
 		return false, err
 	}
@@ -245,6 +245,11 @@ func (m *merger) readSchema(ctx context.Context, schema *types.StructType) (*typ
 		}
 		for _, c := range extra {
 			i := columnIndex(inferred, c)
+			if i < 0 && strings.EqualFold(c, m.o.DeleteColumn) {
+				// A batch without markers deletes nothing: the column reads null.
+				m.extra = append(m.extra, &types.StructField{Name: c, Type: types.Primitive(types.TypeBoolean), Nullable: true})
+				continue
+			}
 			if i < 0 {
 				return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("column %q is neither in table %s nor in the source (source columns: %s)", c, m.tbl.Location(), columnNames(inferred)))
 			}

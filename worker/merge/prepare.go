@@ -21,15 +21,21 @@ type prepared struct {
 
 // prepare resolves the key, delete-marker and order-by columns against the write schema (every one
 // must exist in the table and in every source file) and indexes the batch by key.
-func prepare(src *srcRows, schema *types.StructType, o *Options, table string) (*prepared, error) {
+func prepare(src *srcRows, schema *types.StructType, width int, o *Options, table string) (*prepared, error) {
 	p := &prepared{src: src, schema: schema, live: make([]bool, len(src.rows)), deleted: make([]bool, len(src.rows))}
 	for i := range p.live {
 		p.live[i] = true
 	}
 	need := func(what, name string) (int, error) {
+		if what == "delete-marker" {
+			// A file without the marker deletes nothing (its rows read null).
+			if i := columnIndex(schema, name); i >= 0 {
+				return i, nil
+			}
+		}
 		i := columnIndex(schema, name)
 		if i < 0 {
-			return -1, result.Refuse(result.ReasonBadArgument, fmt.Errorf("%s column %q is not a column of table %s (columns: %s)", what, name, table, columnNames(schema)))
+			return -1, result.Refuse(result.ReasonBadArgument, fmt.Errorf("%s column %q is not a column of table %s (columns: %s)", what, name, table, columnNames(&types.StructType{Fields: schema.Fields[:width]})))
 		}
 		for f, present := range src.present {
 			if !present[i] {

@@ -22,6 +22,9 @@ type Batch struct {
 // ListBatch lists a source given as one file or a prefix (directory): a URI naming an object is
 // that file; otherwise every data file under it (hidden names skipped), in key order.
 func ListBatch(ctx context.Context, uri string, cfg storage.Config) (Batch, error) {
+	if b, ok := singleFile(ctx, uri, cfg); ok {
+		return b, nil
+	}
 	store, err := storage.Open(ctx, uri, cfg)
 	if err != nil {
 		return Batch{}, fmt.Errorf("source %s: %w", uri, err)
@@ -29,35 +32,41 @@ func ListBatch(ctx context.Context, uri string, cfg storage.Config) (Batch, erro
 	var files []source.File
 	for f, err := range source.New(store).List(ctx, "") {
 		if err != nil {
-			if !errors.Is(err, source.ErrMissingPrefix) {
-				return Batch{}, err
-			}
-			break
+			return Batch{}, err
 		}
 		files = append(files, f)
 	}
-	if len(files) > 0 {
-		return Batch{Store: store, Files: files}, nil
-	}
-	// Not a prefix with files: maybe one file. Open its directory and take it.
-	trimmed := strings.TrimRight(uri, "/")
-	i := strings.LastIndexByte(trimmed, '/')
-	if i < 0 {
+	if len(files) == 0 {
 		return Batch{}, fmt.Errorf("source %s holds no data files", uri)
 	}
-	dir, name := trimmed[:i], trimmed[i+1:]
-	if dir == "" || strings.HasSuffix(dir, ":/") {
-		dir += "/"
+	return Batch{Store: store, Files: files}, nil
+}
+
+// singleFile opens uri's parent and takes uri as one object when it is one.
+func singleFile(ctx context.Context, uri string, cfg storage.Config) (Batch, bool) {
+	if strings.HasSuffix(uri, "/") {
+		return Batch{}, false
+	}
+	i := strings.LastIndexByte(uri, '/')
+	dir, name := ".", uri
+	if i >= 0 {
+		dir, name = uri[:i], uri[i+1:]
+		if dir == "" || strings.HasSuffix(dir, ":/") {
+			dir += "/"
+		}
+	}
+	if name == "" {
+		return Batch{}, false
 	}
 	ds, err := storage.Open(ctx, dir, cfg)
 	if err != nil {
-		return Batch{}, fmt.Errorf("source %s: %w", uri, err)
+		return Batch{}, false
 	}
 	info, err := ds.Stat(ctx, name)
 	if err != nil {
-		return Batch{}, fmt.Errorf("source %s is neither a file nor a prefix holding data files: %w", uri, err)
+		return Batch{}, false
 	}
-	return Batch{Store: ds, Files: []source.File{{Key: name, Size: info.Size, ModTime: info.ModTime, ETag: info.ETag}}}, nil
+	return Batch{Store: ds, Files: []source.File{{Key: name, Size: info.Size, ModTime: info.ModTime, ETag: info.ETag}}}, true
 }
 
 // srcRows is the batch read into the write schema: rows, and for each row which table columns its

@@ -21,7 +21,7 @@ type staged struct {
 	snap, wsnap *delta.Snapshot
 	p           *prepared
 	width       int // columns of the write schema; source rows may carry source-only ones after them
-	del         *deleteResult
+	del         *table.DeleteResult
 	aborts      []func(context.Context) error
 	inserts     *insertCache // the attempt's inserted files (kept for a re-plan when unchanged)
 }
@@ -208,7 +208,7 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 	st.tx.ReadKeysWhere(fmt.Sprintf("the %d distinct keys (%s) of the batch", len(pr.sorted.tuples), strings.Join(m.o.Keys, ", ")), pr.mightHold)
 	rep.FilesPrunedByPartition, rep.FilesPrunedByStats, rep.FilesScanned = pl.prunedPartition, pl.prunedStats, len(pl.scanned)
 	rep.FilesTouched, rep.RowsMatched = len(pl.touched), pl.rowsMatched
-	var deletes []fileDeletes
+	var deletes []table.FileDeletes
 	type update struct {
 		fm  *fileMatch
 		pos []int64
@@ -227,20 +227,20 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 			}
 			u.pos, u.src = append(u.pos, pos), append(u.src, s)
 		}
-		deletes = append(deletes, fileDeletes{File: fm.file, Positions: bm})
+		deletes = append(deletes, table.FileDeletes{File: fm.file, Positions: bm})
 		if len(u.pos) > 0 {
 			updates = append(updates, u)
 		}
 	}
 	if len(deletes) > 0 {
-		res, err := deleteRows(ctx, st.tx, deletes, m.writeOptions())
+		res, err := table.DeleteRows(ctx, st.tx, deletes, m.writeOptions())
 		if err != nil {
 			return nil, err
 		}
 		st.del = res
 		rep.FilesRewritten, rep.DVsWritten = res.FilesRewritten, res.DVsWritten
 		rep.FilesRemoved += res.FilesRemoved + res.FilesRewritten
-		rep.FilesAdded += res.FilesRewritten
+		rep.FilesAdded += res.FilesAdded
 		rep.BytesWritten += res.BytesWritten
 	}
 	if len(updates) > 0 {

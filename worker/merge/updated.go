@@ -110,6 +110,7 @@ func (m *merger) writeUpdated(ctx context.Context, st *staged, rows []types.Stru
 		}
 		m.addFiles(st, []*delta.AddFile{add})
 	}
+	st.tx.MarkRowTrackingPreserved()
 	return nil
 }
 

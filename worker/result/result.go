@@ -70,6 +70,7 @@ type Result struct {
 	Ops        []Op     `json:"ops,omitempty"` // maintenance steps, in order
 	Ingest     *Ingest  `json:"ingest,omitempty"`
 	Merge      *Merge   `json:"merge,omitempty"`
+	Delete     *Delete  `json:"delete,omitempty"`
 }
 
 // Table is what a table is: the facts DeltaTable status shows.

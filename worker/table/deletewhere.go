@@ -26,8 +26,8 @@ type DeleteReport struct {
 	Committed                                                            bool
 	Version                                                              delta.Version // committed, or the version read when nothing matched
 	FilesTotal, FilesPrunedByPartition, FilesPrunedByStats, FilesScanned int
-	FilesTouched, FilesRewritten, FilesRemoved, DVsWritten               int
-	RowsDeleted, BytesWritten                                            int64
+	FilesTouched, FilesRewritten, FilesRemoved, FilesAdded, DVsWritten   int
+	RowsDeleted, RowsCopied, BytesWritten                                int64
 	// Replans counts the fresh starts after conflicts with concurrent removals.
 	Replans int
 }
@@ -118,7 +118,7 @@ func deleteOnce(ctx context.Context, tbl *delta.Table, where *expr.Expr, opts De
 // Spark's DELETE metric names.
 func setDeleteMetrics(tx *delta.Transaction, rep *DeleteReport, dres *DeleteResult, fst FindStats) {
 	rep.FilesTouched, rep.FilesRewritten, rep.FilesRemoved, rep.DVsWritten = dres.FilesTouched, dres.FilesRewritten, dres.FilesRemoved, dres.DVsWritten
-	rep.RowsDeleted, rep.BytesWritten = dres.RowsDeleted, dres.BytesWritten
+	rep.FilesAdded, rep.RowsDeleted, rep.RowsCopied, rep.BytesWritten = dres.FilesAdded, dres.RowsDeleted, dres.RowsCopied, dres.BytesWritten
 	tx.SetMetric("numDeletedRows", dres.RowsDeleted)
 	tx.SetMetric("numRemovedFiles", int64(dres.FilesRewritten+dres.FilesRemoved))
 	tx.SetMetric("numAddedFiles", int64(dres.FilesAdded))
