@@ -144,8 +144,13 @@ func (m *model) deleteWhere(existing []key) {
 		pred = fmt.Sprintf("p = %d", g.rng.Int64N(g.parts))
 	case r < 9:
 		pred = "k IS NULL"
-	default:
-		pred = fmt.Sprintf("k IN (%d, %d) OR k2 = %d", g.rng.Int64N(keySpace), g.rng.Int64N(keySpace), g.rng.Int64N(3))
+	default: // worker/expr joins conditions with AND only
+		var in []string
+		for _, k := range m.gen.pickExisting(existing, 1+g.rng.IntN(8)) {
+			in = append(in, fmt.Sprint(k.k))
+		}
+		in = append(in, fmt.Sprint(g.rng.Int64N(keySpace)))
+		pred = fmt.Sprintf("k IN (%s) AND k2 != %d AND p <= 2", strings.Join(in, ", "), g.rng.Int64N(3))
 	}
 	before := m.versions[len(m.versions)-1]
 	run := runCLI(m.t, "delete", m.dir, "--where", pred, "-o", "json")
