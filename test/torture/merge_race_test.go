@@ -97,6 +97,7 @@ type mergeWriter struct {
 	name      string
 	commits   []time.Time // when each batch's commit was reported
 	conflicts int         // runs that ended in a reported conflict, each retried
+	replans   int         // plans beyond the first inside committed merges (result.Merge.Attempts − 1)
 	err       error
 }
 
@@ -156,6 +157,9 @@ func mergeRaceCell(t *testing.T, s *site, dv bool) {
 				switch {
 				case out.succeeded():
 					w.commits = append(w.commits, time.Now())
+					if len(out.results) == 1 && out.results[0].Merge != nil && out.results[0].Merge.Attempts > 1 {
+						w.replans += out.results[0].Merge.Attempts - 1
+					}
 				case len(out.results) == 1 && out.results[0].Reason == result.ReasonConflict && w.conflicts < mergeAttemptsPerRun*batches:
 					// Reported as a conflict: the same batch id again (a no-op if it landed after all).
 					w.conflicts++
@@ -219,7 +223,7 @@ func mergeRaceCell(t *testing.T, s *site, dv bool) {
 
 	verify(t, "the final rows", checkMergeRaceRows(ctx, tbl, seed, batches))
 	perMinute := func(n int) float64 { return float64(n) / took.Minutes() }
-	var upserts, appends, conflicts int
+	var upserts, appends, conflicts, replans int
 	for _, w := range writers {
 		if w.name[0] == 'u' {
 			upserts += len(w.commits)
@@ -227,10 +231,11 @@ func mergeRaceCell(t *testing.T, s *site, dv bool) {
 			appends += len(w.commits)
 		}
 		conflicts += w.conflicts
+		replans += w.replans
 	}
 	note := fmt.Sprintf("merge race dv=%t: %s, %d upsert commits (%.1f/min), %d append commits (%.1f/min), %d optimize commits of %d runs (%.1f/min), "+
-		"conflicts reported and retried: %d by the writers, %d by optimize", dv, took.Round(time.Second), upserts, perMinute(upserts), appends, perMinute(appends),
-		len(optimizeCommits), optimizeRuns, perMinute(len(optimizeCommits)), conflicts, optimizeConflicts)
+		"merges re-planned after a concurrent commit: %d times; conflicts reported and retried: %d by the writers, %d by optimize", dv, took.Round(time.Second), upserts, perMinute(upserts), appends, perMinute(appends),
+		len(optimizeCommits), optimizeRuns, perMinute(len(optimizeCommits)), replans, conflicts, optimizeConflicts)
 	t.Log(note)
 	figures.add(func(fg *suiteFigures) { fg.notes = append(fg.notes, note) })
 	if len(optimizeCommits) == 0 {

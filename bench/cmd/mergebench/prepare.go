@@ -109,7 +109,7 @@ func writeBatch(path string, rows int64, layout string, seed int64) error {
 	}
 	q := fmt.Sprintf(`COPY (
 		WITH ex AS (SELECT DISTINCT id FROM (%s) LIMIT %d), nw AS (SELECT %d + i AS id FROM range(%d) t(i)), k AS (SELECT id FROM ex UNION ALL SELECT id FROM nw)
-		SELECT id, (id %% 13)::INTEGER AS grp, -1.5 AS amount, 'updated-' || id AS name, TIMESTAMP '2025-06-01' + to_seconds(id) AS ts FROM k
+		SELECT id, (id %% 13)::INTEGER AS grp, -1.5::DOUBLE AS amount, 'updated-' || id AS name, TIMESTAMP '2025-06-01' + to_seconds(id) AS ts FROM k
 	) TO %s (FORMAT parquet, COMPRESSION zstd)`, ids, existing, rows, fresh, quote(path))
 	_, err = db.Exec(q)
 	return err
