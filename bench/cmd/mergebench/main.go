@@ -89,8 +89,8 @@ func runCmd(args []string) {
 	fmt.Printf("### %s: %d rows in %d files, upsert of 1 %% of the keys (9/10 existing, 1/10 new), %d threads, median of %d runs\n\n",
 		*label, *rows, *files, *threads, *runs)
 	fmt.Println("| table | files | hold a match | scanned | touched | scanned ÷ holding | DVs | rewritten | rows updated + inserted | " +
-		"written MB | changed rows MB | written ÷ changed | wall s | CPU s | peak RSS MiB | DuckDB wall s | DuckDB CPU s | DuckDB RSS MiB | wall ÷ DuckDB |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+		"written MB | changed rows MB | written ÷ changed | wall s | CPU s | peak RSS MiB | DuckDB wall s | DuckDB CPU s | DuckDB RSS MiB | wall ÷ DuckDB | CPU ÷ DuckDB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range configs {
 		if *only != "" && !strings.Contains(","+*only+",", ","+c.name()+",") {
 			continue
@@ -164,11 +164,12 @@ func runCmd(args []string) {
 		rss := func(m measurement) float64 { return float64(m.rssKB) / 1024 }
 		w := runstats.Median(written, func(f float64) float64 { return f })
 		mg := res.Merge
-		fmt.Printf("| %s | %d | %d | %d | %d | %.2f | %d | %d | %d + %d | %.1f | %.1f | %.2f | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f | %.2f |\n",
+		fmt.Printf("| %s | %d | %d | %d | %d | %.2f | %d | %d | %d + %d | %.1f | %.1f | %.2f | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f |\n",
 			c.name(), mg.FilesTotal, len(truth.holding), mg.FilesScanned, mg.FilesTouched, float64(mg.FilesScanned)/float64(max(1, len(truth.holding))),
 			mg.DVsWritten, mg.FilesRewritten, mg.RowsUpdated, mg.RowsInserted, w/1e6, float64(changedBytes)/1e6, w/float64(changedBytes),
 			runstats.Median(ours, wall), runstats.Median(ours, cpu), runstats.Median(ours, rss),
-			runstats.Median(duck, wall), runstats.Median(duck, cpu), runstats.Median(duck, rss), runstats.Median(ours, wall)/runstats.Median(duck, wall))
+			runstats.Median(duck, wall), runstats.Median(duck, cpu), runstats.Median(duck, rss), runstats.Median(ours, wall)/runstats.Median(duck, wall),
+			runstats.Median(ours, cpu)/runstats.Median(duck, cpu))
 	}
 	fmt.Printf("\nload average at the end: %s\n\n", runstats.LoadAvg())
 }
