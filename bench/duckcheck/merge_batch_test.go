@@ -210,7 +210,9 @@ func modelColumnType(c string) string {
 // flags for it.
 func writeBatch(t *testing.T, db *sql.DB, path, format string) []string {
 	t.Helper()
-	opts := map[string]string{"parquet": "FORMAT parquet", "json": "FORMAT json", "csv": "FORMAT csv, HEADER"}[format]
+	opts := map[string]string{"parquet": "FORMAT parquet", "json": "FORMAT json", "csv": "FORMAT csv, HEADER",
+		"parquet-rg": "FORMAT parquet, ROW_GROUP_SIZE 2048"}[format]
+	format = strings.TrimSuffix(format, "-rg")
 	if _, err := db.Exec(fmt.Sprintf("COPY batch TO '%s' (%s)", path, opts)); err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,12 @@ func TestMergeModel_SQLGivesTheHandWorkedResults(t *testing.T) {
 	if got, want := rowsOf(spec.expectedSQL()), "1:late 2:b 3:a 4:d 4:d2 null:n null:u null:u2"; got != want {
 		t.Errorf("upsert --order-by: %s, want %s", got, want)
 	}
+	// --partition-pruning p: the batch has only partition 1, so key 1's target row in partition 0 cannot match.
+	setup("(1, 'a', 0, 1, false), (4, 'd', 1, 2, false)", "(1, 'x', 1, 3, false), (4, 'e', 1, 4, false)")
+	spec = mergeSpec{mode: "upsert", keys: []string{"k"}, pruned: true, partitionCol: "p", columns: cols}
+	if got, want := rowsOf(spec.expectedSQL()), "1:a 1:x 4:e"; got != want {
+		t.Errorf("upsert --partition-pruning p: %s, want %s", got, want)
+	}
 	// Ambiguity: key 1 twice matches one target row; keys matching nothing twice do not count.
 	setup(prev, "(1, 'x', 0, 1, false), (1, 'y', 0, 2, false), (9, 'p', 0, 3, false), (9, 'q', 0, 4, false)")
 	var n int64

@@ -15,7 +15,8 @@ import (
 //     source row whose delete marker is true deletes its match and is never inserted;
 //   - update: matched rows only; delete: matched rows removed; append: every source row inserted;
 //   - overwrite (table) and truncateinsert: the batch is the table; overwrite (partitions): the partitions
-//     present in the batch are replaced, the others kept.
+//     present in the batch are replaced, the others kept; delete-marked rows are not written;
+//   - with --partition-pruning p, only target rows whose p is among the batch's values can match.
 
 // mergeSpec is one merge as the model sees it.
 type mergeSpec struct {
@@ -24,7 +25,8 @@ type mergeSpec struct {
 	deleteColumn string   // upsert's delete marker, or ""
 	orderBy      string   // the batch's ordering column, or ""
 	scope        string   // overwrite: table or partitions
-	partitionCol string   // the table's partition column, for scope partitions
+	partitionCol string   // the table's partition column, for scope partitions and pruned
+	pruned       bool     // --partition-pruning partitionCol: only target rows of the batch's partition values can match
 	columns      []string // the table's columns after the merge (the batch's extra ones dropped unless they evolved in)
 }
 
@@ -41,6 +43,9 @@ func (m mergeSpec) matchOn() string {
 	parts := make([]string, len(m.keys))
 	for i, k := range m.keys {
 		parts[i] = fmt.Sprintf(`t."%s" = s."%s"`, k, k)
+	}
+	if m.pruned {
+		parts = append(parts, fmt.Sprintf(`t."%[1]s" IN (SELECT DISTINCT "%[1]s" FROM batch)`, m.partitionCol))
 	}
 	return strings.Join(parts, " AND ")
 }
@@ -87,13 +92,14 @@ func (m mergeSpec) expectedSQL() string {
 	case "delete":
 		return unmatchedTarget
 	case "truncateinsert":
-		return fmt.Sprintf("SELECT %s FROM batch", cols)
+		return fmt.Sprintf("SELECT %s FROM batch s WHERE %s", scols, m.notDeleted())
 	case "overwrite":
+		// The partitions replaced are those of every batch row, delete-marked ones included.
 		if m.scope == "partitions" {
-			return fmt.Sprintf(`SELECT %s FROM prev WHERE "%s" NOT IN (SELECT DISTINCT "%s" FROM batch) UNION ALL SELECT %s FROM batch`,
-				cols, m.partitionCol, m.partitionCol, cols)
+			return fmt.Sprintf(`SELECT %s FROM prev WHERE "%s" NOT IN (SELECT DISTINCT "%s" FROM batch) UNION ALL SELECT %s FROM batch s WHERE %s`,
+				cols, m.partitionCol, m.partitionCol, scols, m.notDeleted())
 		}
-		return fmt.Sprintf("SELECT %s FROM batch", cols)
+		return fmt.Sprintf("SELECT %s FROM batch s WHERE %s", scols, m.notDeleted())
 	}
 	panic("mergeSpec: unknown mode " + m.mode)
 }

@@ -156,8 +156,10 @@ func newModel(t *testing.T, sc modelScenario, seed uint64, counts *modelCounts) 
 	}
 	// The first rows: an append of fresh keys.
 	m.setPrev()
-	rows := m.keyedRows(nil, m.gen.freshKeys(nil, 150+m.gen.rng.IntN(100), map[key]bool{}), false, false, false)
-	m.merge(mergeSpec{mode: "append"}, rows, nil, "parquet", "")
+	// Several thousand rows in row groups of 2048 (DuckDB's smallest), so that deletion vectors and
+	// copy-on-write address rows past a file's first row group.
+	rows := m.keyedRows(nil, m.gen.freshKeys(nil, 2500+m.gen.rng.IntN(3000), map[key]bool{}), false, false, false)
+	m.merge(mergeSpec{mode: "append"}, rows, nil, "parquet-rg", "")
 	return m
 }
 
@@ -219,10 +221,11 @@ func (m *model) setPrev() {
 func (m *model) merge(spec mergeSpec, rows []batchRow, newCols []string, format, evolution string) {
 	m.t.Helper()
 	m.counts.merges.Add(1)
+	spec.partitionCol = "p"
 	batchCols := append(append([]string(nil), m.cols...), newCols...)
 	loadBatch(m.t, m.db, batchCols, rows)
 	m.batchFile++
-	path := filepath.Join(m.batches, fmt.Sprintf("batch-%03d.%s", m.batchFile, format))
+	path := filepath.Join(m.batches, fmt.Sprintf("batch-%03d.%s", m.batchFile, strings.TrimSuffix(format, "-rg")))
 	args := append([]string{"merge", m.dir}, writeBatch(m.t, m.db, path, format)...)
 	args = append(args, "--mode", spec.mode, "-o", "json")
 	if len(spec.keys) > 0 {
@@ -237,10 +240,12 @@ func (m *model) merge(spec mergeSpec, rows []batchRow, newCols []string, format,
 	if spec.scope != "" {
 		args = append(args, "--overwrite-scope", spec.scope)
 	}
+	if spec.pruned {
+		args = append(args, "--partition-pruning", "p")
+	}
 	if evolution != "" {
 		args = append(args, "--schema-evolution", evolution)
 	}
-	spec.partitionCol = "p"
 	if evolution == "addNewColumns" {
 		for _, c := range newCols {
 			m.exec(fmt.Sprintf(`ALTER TABLE prev ADD COLUMN "%s" VARCHAR`, c))

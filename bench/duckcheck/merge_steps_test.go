@@ -38,15 +38,19 @@ func (m *model) runStep() {
 		if deletes {
 			spec.deleteColumn = "del"
 		}
+		spec.pruned = m.sc.partitioned && g.rng.IntN(3) == 0
 		rows := m.keyedRows(m.gen.pickExisting(existing, 2+g.rng.IntN(25)), m.gen.freshKeys(existing, g.rng.IntN(20), map[key]bool{}), orderBy, !orderBy, deletes)
 		m.merge(spec, rows, nil, format, "")
 	case r < 50:
-		spec := keyed("update")
-		orderBy := g.rng.IntN(2) == 0
+		spec := keyed("update") // a true delete marker deletes the match
+		orderBy, deletes := g.rng.IntN(2) == 0, g.rng.IntN(3) == 0
 		if orderBy {
 			spec.orderBy = "seq"
 		}
-		rows := m.keyedRows(m.gen.pickExisting(existing, 2+g.rng.IntN(20)), m.gen.freshKeys(existing, g.rng.IntN(6), map[key]bool{}), orderBy, !orderBy, false)
+		if deletes {
+			spec.deleteColumn = "del"
+		}
+		rows := m.keyedRows(m.gen.pickExisting(existing, 2+g.rng.IntN(20)), m.gen.freshKeys(existing, g.rng.IntN(6), map[key]bool{}), orderBy, !orderBy, deletes)
 		m.merge(spec, rows, nil, format, "")
 	case r < 60:
 		rows := m.keyedRows(m.gen.pickExisting(existing, 1+g.rng.IntN(15)), m.gen.freshKeys(existing, g.rng.IntN(5), map[key]bool{}), false, true, false)
@@ -78,17 +82,27 @@ func (m *model) runStep() {
 		if g.rng.IntN(2) == 0 {
 			parts = append(parts, (parts[0]+1)%m.gen.parts)
 		}
-		rows := m.keyedRows(m.gen.pickExisting(existing, g.rng.IntN(10)), m.gen.freshKeys(existing, 1+g.rng.IntN(30), map[key]bool{}), false, false, false)
+		deletes := g.rng.IntN(3) == 0
+		rows := m.keyedRows(m.gen.pickExisting(existing, g.rng.IntN(10)), m.gen.freshKeys(existing, 1+g.rng.IntN(30), map[key]bool{}), false, false, deletes)
 		for i := range rows {
 			rows[i].p = parts[i%len(parts)]
 		}
-		m.merge(mergeSpec{mode: "overwrite", scope: "partitions"}, rows, nil, format, "")
+		spec := mergeSpec{mode: "overwrite", scope: "partitions"}
+		if deletes {
+			spec.deleteColumn = "del"
+		}
+		m.merge(spec, rows, nil, format, "")
 	case r < 96:
 		rows := m.keyedRows(nil, m.gen.freshKeys(nil, 50+g.rng.IntN(100), map[key]bool{}), false, true, false)
 		m.merge(mergeSpec{mode: "overwrite", scope: "table"}, rows, nil, format, "")
 	default:
-		rows := m.keyedRows(nil, m.gen.freshKeys(nil, 50+g.rng.IntN(100), map[key]bool{}), false, false, false)
-		m.merge(mergeSpec{mode: "truncateinsert"}, rows, nil, format, "")
+		deletes := g.rng.IntN(3) == 0
+		rows := m.keyedRows(nil, m.gen.freshKeys(nil, 50+g.rng.IntN(100), map[key]bool{}), false, false, deletes)
+		spec := mergeSpec{mode: "truncateinsert"}
+		if deletes {
+			spec.deleteColumn = "del"
+		}
+		m.merge(spec, rows, nil, format, "")
 	}
 }
 
