@@ -26,7 +26,7 @@ func (tx *Transaction) checkKeyPredicates(w *winnerSummary, conflict func(kind e
 			continue
 		}
 		for _, a := range w.adds {
-			if p.match(a) {
+			if a.DataChange && p.match(a) {
 				return conflict(ErrConcurrentAppend, "the winner added %s, which may hold a key of %s", a.Path, p.description)
 			}
 		}

@@ -29,7 +29,6 @@ type fixture struct {
 var (
 	tLong   = types.Primitive(types.TypeLong)
 	tString = types.Primitive(types.TypeString)
-	tBool   = types.Primitive(types.TypeBoolean)
 )
 
 // baseSchema is id long, name string, v long, p string.

@@ -143,7 +143,13 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 		return false, err
 	}
 	if m.o.beforeCommit != nil {
-		m.o.beforeCommit(attempt)
+		var paths []string
+		if st.inserts != nil {
+			for _, a := range st.inserts.adds {
+				paths = append(paths, a.Path)
+			}
+		}
+		m.o.beforeCommit(attempt, paths)
 	}
 	res, err := tx.Commit(ctx)
 	var conflict *delta.ConflictError
@@ -225,7 +231,17 @@ func (m *merger) onNewColumns(e *format.NewColumnsError) error {
 // readSchema is the write schema plus the source-only columns the merge needs but never writes:
 // the delete marker and the order-by column when the table lacks them (a CDC export's operation
 // column, say), typed from the source.
+//
+// Top-level columns read as nullable: a source file may lack a NOT NULL column that matched rows
+// keep from the target; the writer enforces NOT NULL on the rows it writes.
 func (m *merger) readSchema(ctx context.Context, schema *types.StructType) (*types.StructType, error) {
+	relaxed := &types.StructType{Fields: make([]*types.StructField, len(schema.Fields))}
+	for i, f := range schema.Fields {
+		c := *f
+		c.Nullable = true
+		relaxed.Fields[i] = &c
+	}
+	schema = relaxed
 	var extra []string
 	for _, c := range []string{m.o.DeleteColumn, m.o.OrderBy} {
 		if c != "" && columnIndex(schema, c) < 0 && !slices.ContainsFunc(extra, func(e string) bool { return strings.EqualFold(e, c) }) {

@@ -93,8 +93,9 @@ type Options struct {
 	// Storage opens data files outside the table root.
 	Storage storage.Config
 	Logger  *slog.Logger
-	// beforeCommit is a test hook run just before the commit of each attempt.
-	beforeCommit func(attempt int)
+	// beforeCommit is a test hook run just before the commit of each attempt, given the paths of
+	// the attempt's insert files.
+	beforeCommit func(attempt int, inserts []string)
 }
 
 func (o *Options) check() error {

@@ -2,10 +2,12 @@ package merge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -258,21 +260,38 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 		}
 		var rows []types.Struct
 		var ids []int64
-		for _, u := range updates {
+		// Full target rows, only of the touched files whose updated rows need them (a source file
+		// lacking a column, or row ids to keep), read scanParallelism files at a time.
+		targets := make([]map[int64]targetRow, len(updates))
+		errs := make([]error, len(updates))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, scanParallelism)
+		for n, u := range updates {
 			needTarget := rtColumn != ""
 			for _, s := range u.src {
 				if slices.Contains(p.src.present[p.src.fileOf[s]][:st.width], false) {
 					needTarget = true
 				}
 			}
-			var targets map[int64]targetRow
-			if needTarget {
+			if !needTarget {
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
 				order := slices.Clone(u.pos)
 				slices.Sort(order)
-				if targets, err = readTargetRows(ctx, st.snap, st.wsnap, u.fm.file, order, rtColumn); err != nil {
-					return nil, err
-				}
-			}
+				targets[n], errs[n] = readTargetRows(ctx, st.snap, st.wsnap, u.fm.file, order, rtColumn)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		for un, u := range updates {
+			targets := targets[un]
 			for n, pos := range u.pos {
 				s := u.src[n]
 				row := p.src.rows[s][:st.width]

@@ -34,14 +34,19 @@ func dmlRow(id int64) types.Struct {
 // (one file per partition of p when partitioned).
 func dmlTable(t *testing.T, store storage.Store, parts []string, props map[string]string, files int) *delta.Table {
 	t.Helper()
+	return dmlTableN(t, store, parts, props, files, 100)
+}
+
+func dmlTableN(t *testing.T, store storage.Store, parts []string, props map[string]string, files, perFile int) *delta.Table {
+	t.Helper()
 	tbl, snap, err := tabletest.Create(t.Context(), store, dmlSchema(), parts, delta.ColumnMappingNone, props)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := range files {
 		var rows []types.Struct
-		for i := range 100 {
-			rows = append(rows, dmlRow(int64(100*k+i)))
+		for i := range perFile {
+			rows = append(rows, dmlRow(int64(perFile*k+i)))
 		}
 		if _, err := table.Append(t.Context(), snap, rows, table.WriteOptions{}); err != nil {
 			t.Fatal(err)

@@ -60,6 +60,10 @@ func DeleteWhere(ctx context.Context, tbl *delta.Table, where *expr.Expr, opts D
 	}
 }
 
+// beforeDeleteCommit, when set (tests only), runs between staging and committing a delete: where a
+// concurrent writer's commit lands in a race.
+var beforeDeleteCommit func(ctx context.Context) error
+
 func deleteOnce(ctx context.Context, tbl *delta.Table, where *expr.Expr, opts DeleteWhereOptions) (*DeleteReport, error) {
 	snap, err := tbl.Latest(ctx)
 	if err != nil {
@@ -98,6 +102,11 @@ func deleteOnce(ctx context.Context, tbl *delta.Table, where *expr.Expr, opts De
 		return rep, err
 	}
 	setDeleteMetrics(tx, rep, dres, fst)
+	if beforeDeleteCommit != nil {
+		if err := beforeDeleteCommit(ctx); err != nil {
+			return rep, errors.Join(err, dres.Abort(context.WithoutCancel(ctx)))
+		}
+	}
 	res, err := tx.Commit(ctx)
 	if errors.Is(err, delta.ErrCommitOutcomeUnknown) {
 		// The commit may have landed: look for it, and never delete files the log may reference.
