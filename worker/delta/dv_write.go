@@ -82,7 +82,7 @@ func (f *DVFile) Add(bm *roaring64.Bitmap) (*DeletionVectorDescriptor, error) {
 	offset := f.buf.Len()
 	// Offsets and sizes are int32 in the descriptor; the record must end inside that range.
 	if int64(offset)+int64(len(data))+8 > math.MaxInt32 {
-		return nil, fmt.Errorf("deletion vector file %s would exceed 2 GiB; start another file", f.Key())
+		return nil, fmt.Errorf("deletion vector file %s would exceed the 2 GiB that descriptor offsets can address; delete from fewer files per commit", f.Key())
 	}
 	var word [4]byte
 	binary.BigEndian.PutUint32(word[:], uint32(len(data)))

@@ -105,6 +105,20 @@ type deleter struct {
 	dvWritten bool
 }
 
+// newDV stores a merged bitmap: inline when asked for and small enough, else in the commit's DV file.
+func (d *deleter) newDV(bm *roaring64.Bitmap) (*delta.DeletionVectorDescriptor, error) {
+	if d.opts.DVInlineMaxBytes > 0 {
+		dv, err := delta.InlineDeletionVector(bm)
+		if err != nil {
+			return nil, err
+		}
+		if int(dv.SizeInBytes) <= d.opts.DVInlineMaxBytes {
+			return dv, nil
+		}
+	}
+	return d.dvFile.Add(bm)
+}
+
 func (d *deleter) abort(ctx context.Context) error {
 	var errs []error
 	for _, o := range d.outs {
@@ -256,13 +270,8 @@ func (d *deleter) withDV(fd FileDeletes) error {
 		}
 		return nil
 	}
-	var dv *delta.DeletionVectorDescriptor
-	if data, err := delta.EncodeRoaringBitmapArray(merged); err == nil && d.opts.DVInlineMaxBytes > 0 && len(data) <= d.opts.DVInlineMaxBytes {
-		dv, err = delta.InlineDeletionVector(merged)
-		if err != nil {
-			return fmt.Errorf("table %s: %s: %w", loc, f.Path, err)
-		}
-	} else if dv, err = d.dvFile.Add(merged); err != nil {
+	dv, err := d.newDV(merged)
+	if err != nil {
 		return fmt.Errorf("table %s: %s: %w", loc, f.Path, err)
 	}
 	wide, err := base.WithWideBounds()

@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -265,6 +266,38 @@ func TestDeleteWhere_MergesIntoASparkWrittenDeletionVector(t *testing.T) {
 			t.Errorf("remove carries %q, want Spark's DV %q", a.Remove.DeletionVector.UniqueID(), sparkDV.UniqueID())
 		}
 	}
+
+	// With DVs switched off, copy-on-write drops the DV's rows and the new ones alike.
+	tx, err := snap.Begin(delta.OpMetadataChange, delta.TxnOptions{Operation: "SET TBLPROPERTIES"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := snap.Metadata()
+	md.Configuration = maps.Clone(md.Configuration)
+	md.Configuration[delta.PropEnableDeletionVectors] = "false"
+	if err := tx.UpdateMetadata(md); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rep = deleteWhere(t, tbl, "value = 5", table.DeleteWhereOptions{})
+	snap = latestSnap(t, tbl)
+	if rep.FilesRewritten != 1 || rep.DVsWritten != 0 || rep.RowsCopied != 5 || snap.Files()[0].DeletionVector != nil {
+		t.Fatalf("report %+v, file %+v: want a copy-on-write rewrite without DV", rep, snap.Files()[0])
+	}
+	if n, _ := delta.NumRecords(snap.Files()[0].Stats); n != 5 {
+		t.Errorf("rewritten file holds %d rows, want the 5 survivors", n)
+	}
+	rows, _ = scanAll(t, snap, table.ScanOptions{})
+	got = got[:0]
+	for _, r := range rows {
+		got = append(got, r[0].(int32))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int32{1, 2, 6, 7, 8}) {
+		t.Fatalf("rows %v after the copy-on-write delete", got)
+	}
 }
 
 func TestDeleteWhere_RefusesTablesWithChangeDataFeed(t *testing.T) {
@@ -304,5 +337,31 @@ func TestDeleteRows_AbortDeletesTheDVFile(t *testing.T) {
 	}
 	if n := countObjects(t, store, "deletion_vector_"); n != 0 {
 		t.Fatalf("%d DV files left after Abort", n)
+	}
+}
+
+// The DVs a delete wrote survive a checkpoint: a table loaded from it reads the same rows.
+func TestDeleteWhere_DeletionVectorsSurviveACheckpoint(t *testing.T) {
+	store, _ := newStore(t)
+	tbl := dmlTable(t, store, []string{"p"}, dvProps, 2)
+	deleteWhere(t, tbl, "id IN (4, 5, 104, 150)", table.DeleteWhereOptions{})
+	deleteWhere(t, tbl, "id >= 190", table.DeleteWhereOptions{Write: table.WriteOptions{DVInlineMaxBytes: 1 << 10}})
+	snap := latestSnap(t, tbl)
+	want := sortedIDs(t, snap)
+	if err := tbl.Checkpoint(t.Context(), snap); err != nil {
+		t.Fatal(err)
+	}
+	fresh := latestSnap(t, delta.NewTable(store))
+	if fresh.Version() != snap.Version() || len(fresh.Files()) != len(snap.Files()) {
+		t.Fatalf("reloaded version %d with %d files, want %d with %d", fresh.Version(), len(fresh.Files()), snap.Version(), len(snap.Files()))
+	}
+	for _, f := range snap.Files() {
+		g, ok := fresh.File(f.Key())
+		if !ok || g.DeletionVector == nil || *g.DeletionVector.MaxRowIndex != *f.DeletionVector.MaxRowIndex {
+			t.Fatalf("file %s (DV %s) not reloaded from the checkpoint as it was", f.Path, f.Key().DVID)
+		}
+	}
+	if got := sortedIDs(t, fresh); !slices.Equal(got, want) {
+		t.Fatalf("rows after reloading from the checkpoint: %d, want %d", len(got), len(want))
 	}
 }

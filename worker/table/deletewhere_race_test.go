@@ -29,10 +29,11 @@ func TestDeleteWhere_StartsAgainWhenAConcurrentOptimizeRemovedAFileItRead(t *tes
 	for _, props := range []map[string]string{nil, dvProps} {
 		store, _ := newStore(t)
 		tbl := dmlTable(t, store, nil, props, 4)
-		defer table.SetBeforeDeleteCommit(once(func(ctx context.Context) error {
+		restore := table.SetBeforeDeleteCommit(once(func(ctx context.Context) error {
 			_, err := optimize.Run(ctx, tbl, optimize.Options{}, nil) // compacts the four files into one
 			return err
-		}))()
+		}))
+		t.Cleanup(restore)
 		rep := deleteWhere(t, tbl, "id IN (5, 105, 399)", table.DeleteWhereOptions{})
 		if rep.Replans != 1 || !rep.Committed || rep.RowsDeleted != 3 {
 			t.Fatalf("report %+v, want one fresh start after the OPTIMIZE", rep)
