@@ -39,6 +39,7 @@ type modelScenario struct {
 	name                       string
 	dv, partitioned, clustered bool // deletion vectors; partitioned by p; liquid-clustered on the keys
 	composite, clusteredKeys   bool // keys (k, k2); batches' keys from one narrow range
+	rowTracking                bool // delta.enableRowTracking: row ids checked after every commit (merge_rowids_test.go)
 }
 
 func modelScenarios() []modelScenario {
@@ -48,8 +49,11 @@ func modelScenarios() []modelScenario {
 			for _, composite := range []bool{false, true} {
 				for _, clusteredKeys := range []bool{false, true} {
 					sc := modelScenario{dv: dv, partitioned: layout == "partitioned", clustered: layout == "clustered",
-						composite: composite, clusteredKeys: clusteredKeys}
+						composite: composite, clusteredKeys: clusteredKeys, rowTracking: layout != "partitioned" && composite == clusteredKeys}
 					sc.name = fmt.Sprintf("dv=%t/%s/composite=%t/clusteredKeys=%t", dv, layout, composite, clusteredKeys)
+					if sc.rowTracking {
+						sc.name += "/rowTracking"
+					}
 					out = append(out, sc)
 				}
 			}
@@ -107,9 +111,10 @@ type model struct {
 	batches   string // the batch files' directory
 	store     storage.Store
 	gen       *batchGen
-	cols      []string        // the table's columns now, evolved ones included
-	keys      []string        // the merge keys
-	versions  []delta.Version // versions whose expected rows are known, each in table exp_<v>
+	cols      []string         // the table's columns now, evolved ones included
+	keys      []string         // the merge keys
+	versions  []delta.Version  // versions whose expected rows are known, each in table exp_<v>
+	rowIDs    map[int64]string // the last commit's row identities, with row tracking
 	evolved   int
 	counts    *modelCounts
 	batchFile int
@@ -143,16 +148,21 @@ func newModel(t *testing.T, sc modelScenario, seed uint64, counts *modelCounts) 
 	if sc.dv {
 		opts.Configuration[delta.PropEnableDeletionVectors] = "true"
 	}
+	if sc.rowTracking {
+		opts.Configuration[delta.PropEnableRowTracking] = "true"
+	}
 	if _, err := delta.NewTable(store).Create(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
 	m.exec(`CREATE TABLE next (k BIGINT, k2 BIGINT, p BIGINT, v VARCHAR, seq BIGINT, del BOOLEAN)`)
 	m.recordVersion(0)
+	m.checkRowIDs(0, rowIDChange{skip: true})
 	if sc.clustered {
 		if r := runCLI(t, "alter", m.dir, "--cluster-by", strings.Join(m.keys, ","), "-o", "json"); r.code != 0 {
 			m.fatalf("alter --cluster-by failed:\n%s", r)
 		}
 		m.recordVersion(m.latest())
+		m.checkRowIDs(m.latest(), rowIDChange{})
 	}
 	// The first rows: an append of fresh keys.
 	m.setPrev()
@@ -285,12 +295,12 @@ func (m *model) merge(spec mergeSpec, rows []batchRow, newCols []string, format,
 		m.fatalf("the merge failed:\n%s", run)
 	}
 	m.exec("CREATE OR REPLACE TABLE next AS " + spec.expectedSQL())
-	m.settle(run, before)
+	m.settle(run, before, m.mergeChange(spec, evolution == "addNewColumns" && len(newCols) > 0))
 }
 
 // settle checks the command's commit against table next, the model's rows after it: a new version holding
 // them, or no commit where next equals prev.
-func (m *model) settle(run cliRun, before delta.Version) {
+func (m *model) settle(run cliRun, before delta.Version, change rowIDChange) {
 	m.t.Helper()
 	v := m.latest()
 	if v == before {
@@ -307,6 +317,7 @@ func (m *model) settle(run cliRun, before delta.Version) {
 	}
 	m.recordVersion(v)
 	m.checkVersion(v, true)
+	m.checkRowIDs(v, change)
 }
 
 // checkNamesAmbiguousKey checks that a refused ambiguous merge names one of the keys matched twice.

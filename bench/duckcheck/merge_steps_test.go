@@ -172,7 +172,8 @@ func (m *model) deleteWhere(existing []key) {
 		m.fatalf("delete failed:\n%s", run)
 	}
 	m.exec(fmt.Sprintf("CREATE OR REPLACE TABLE next AS SELECT * FROM prev WHERE NOT coalesce((%s), false)", pred))
-	m.settle(run, before)
+	kept := m.count("SELECT count(*) FROM next")
+	m.settle(run, before, rowIDChange{unchanged: kept, deleted: m.count("SELECT count(*) FROM prev") - kept})
 }
 
 // optimize runs OPTIMIZE (clustering a clustered table); the rows stay what they were.
@@ -186,6 +187,7 @@ func (m *model) optimize() {
 	if v := m.latest(); v != before {
 		m.recordVersion(v)
 		m.checkVersion(v, true)
+		m.checkRowIDs(v, rowIDChange{unchanged: m.count("SELECT count(*) FROM prev")})
 	}
 }
 
