@@ -166,6 +166,9 @@ func mergeCommand(e *env, location string, f *mergeFlags, batchSet bool) (*resul
 		case rep.AlreadyCommitted:
 			res.Outcome = result.NothingToDo
 			fmt.Fprintf(e.text, "batch %d of %s is already committed (table version %d): nothing done\n", f.batchID, f.appID, rep.Version)
+		case err == nil && rep.Version < 0:
+			res.Outcome = result.NothingToDo
+			fmt.Fprintf(e.text, "%s: %d source rows; nothing matched and nothing to insert: nothing committed\n", rep.Mode, rep.SourceRows)
 		case err == nil:
 			fmt.Fprintf(e.text, "%s: %d source rows; files %d, pruned %d by partition and %d by statistics, %d scanned, %d touched; rows %d matched, %d updated, %d deleted, %d inserted → version %d\n",
 				rep.Mode, rep.SourceRows, rep.FilesTotal, rep.FilesPrunedByPartition, rep.FilesPrunedByStats, rep.FilesScanned, rep.FilesTouched,

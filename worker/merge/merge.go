@@ -142,6 +142,11 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 		st.abort(ctx)
 		return false, err
 	}
+	if m.o.AppID == "" && m.rep.FilesAdded == 0 && m.rep.FilesRemoved == 0 && m.rep.DVsWritten == 0 && len(m.rep.SchemaChanges) == 0 {
+		// Nothing matched and nothing to insert: no commit (a merge with a txn still commits, to
+		// record the batch).
+		return true, nil
+	}
 	if m.o.beforeCommit != nil {
 		var paths []string
 		if st.inserts != nil {

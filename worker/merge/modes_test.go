@@ -189,3 +189,16 @@ func TestMerge_TxnMakesItExactlyOnce(t *testing.T) {
 		t.Fatalf("txn %+v %v", txn, ok)
 	}
 }
+
+// TestUpdate_NothingMatchedCommitsNothing: no row changes, no commit (unless a txn must be recorded).
+func TestUpdate_NothingMatchedCommitsNothing(t *testing.T) {
+	fx := newFixture(t, nil, nil)
+	threeRows(fx)
+	before := fx.latest().Version()
+	if rep := fx.merge(fx.source(`{"id":77,"v":1}`), Options{Mode: Update, Keys: []string{"id"}}); rep.Version != -1 || fx.latest().Version() != before {
+		t.Fatalf("%+v: nothing should have been committed", rep)
+	}
+	if rep := fx.merge(fx.source(`{"id":77,"v":1}`), Options{Mode: Update, Keys: []string{"id"}, AppID: "a", BatchID: 1}); rep.Version != int64(before)+1 {
+		t.Fatalf("%+v: the txn must be committed", rep)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/result"
@@ -290,6 +292,15 @@ func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *p
 		}
 		return m, dupErr
 	}
+	if p.byLong != nil && len(fromFile) == 1 {
+		done, err := matchLongs(ctx, pf, fileSchema, deleted, p, m, visitSrcs(m, p, pr, f, &dupErr))
+		if err != nil {
+			return nil, fmt.Errorf("data file %s: %w", f.Path, err)
+		}
+		if done {
+			return m, dupErr
+		}
+	}
 	rows, err := pf.Rows(ctx, fileSchema, parquetio.ReadOptions{
 		MatchFieldIDs: snap.ColumnMappingMode() == delta.ColumnMappingID,
 		Deleted:       deleted,
@@ -319,5 +330,52 @@ func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *p
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// visitSrcs records a match of the target row at pos with srcs, flagging a row matched twice.
+func visitSrcs(m *fileMatch, p *prepared, pr *pruner, f *delta.AddFile, dupErr *error) func(pos int64, srcs []int32) {
+	return func(pos int64, srcs []int32) {
+		if len(srcs) > 1 && *dupErr == nil {
+			*dupErr = result.Refuse(result.ReasonBadFile, fmt.Errorf("%d source rows match the same target row (key %s, data file %s): deduplicate the batch, or give --order-by to keep the last row of each key",
+				len(srcs), describeKey(p.src.rows[srcs[0]], p.keyIdx, p.schema), f.Path))
+		}
+		m.pos = append(m.pos, pos)
+		m.src = append(m.src, srcs[0])
+	}
+}
+
+// matchLongs is matchFile's fast path for one integer key column: the column is decoded as a vector
+// of longs and probed in byLong, with no row values or string keys built. done=false means the
+// columnar reader does not take the file's layout (the caller reads rows instead).
+func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructType, deleted *roaring64.Bitmap, p *prepared, m *fileMatch, visit func(int64, []int32)) (bool, error) {
+	cr, err := pf.Columns(ctx, schema, parquetio.ColumnOptions{})
+	if errors.Is(err, parquetio.ErrColumnsUnsupported) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer cr.Close()
+	var pos int64
+	for {
+		b, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		vec := b.Column(0)
+		for i := range b.Len() {
+			at := pos + int64(i)
+			if vec.IsNull(i) || (deleted != nil && deleted.Contains(uint64(at))) {
+				continue
+			}
+			if srcs := p.byLong[vec.Long(i)]; len(srcs) > 0 {
+				visit(at, srcs)
+			}
+		}
+		pos += int64(b.Len())
 	}
 }

@@ -16,6 +16,9 @@ type prepared struct {
 	live    []bool // false: dropped by deduplication
 	deleted []bool // true delete marker
 	byKey   map[string][]int32
+	// byLong indexes the same rows by value when the key is one integer column: the columnar
+	// fast path of matchFile probes it without building a string per target row.
+	byLong  map[int64][]int32
 	deduped int64
 }
 
@@ -72,6 +75,14 @@ func prepare(src *srcRows, schema *types.StructType, width int, o *Options, tabl
 			return nil, err
 		}
 	}
+	if len(p.keyIdx) == 1 && integral(schema.Fields[p.keyIdx[0]].Type) {
+		p.byLong = map[int64][]int32{}
+		for n, r := range src.rows {
+			if v, ok := types.AsInt64(r[p.keyIdx[0]]); ok && p.live[n] {
+				p.byLong[v] = append(p.byLong[v], int32(n))
+			}
+		}
+	}
 	if len(p.keyIdx) > 0 {
 		p.byKey = map[string][]int32{}
 		for n, r := range src.rows {
@@ -121,4 +132,18 @@ func (p *prepared) dedup(orderIdx int) error {
 		p.deduped++
 	}
 	return nil
+}
+
+// integral reports whether a column holds byte, short, integer or long values (read as long by the
+// columnar reader).
+func integral(t types.DataType) bool {
+	pt, ok := t.(*types.PrimitiveType)
+	if !ok {
+		return false
+	}
+	switch pt.Name {
+	case types.TypeByte, types.TypeShort, types.TypeInteger, types.TypeLong:
+		return true
+	}
+	return false
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
 	"github.com/deltakeeper/deltakeeper/worker/optimize"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
@@ -114,4 +116,24 @@ func commitRows(ctx context.Context, snap *delta.Snapshot, kind delta.Operation,
 	tx.Add(adds...)
 	_, err = tx.Commit(ctx)
 	return err
+}
+
+// A data file that does not decode stops the delete with an error naming it, whichever reader
+// (of the files read in parallel) meets it; nothing is committed.
+func TestDeleteWhere_ACorruptFileStopsItNamingTheFile(t *testing.T) {
+	store, _ := newStore(t)
+	tbl := dmlTable(t, store, nil, nil, 4)
+	snap := latestSnap(t, tbl)
+	bad := snap.Files()[2]
+	if err := store.Put(t.Context(), bad.Path, []byte("not parquet at all, but long enough to have a footer?")); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := expr.Parse("v != 'x'")
+	_, err := table.DeleteWhere(t.Context(), tbl, e, table.DeleteWhereOptions{})
+	if !errors.Is(err, parquetio.ErrCorruptFile) || !strings.Contains(err.Error(), bad.Path) {
+		t.Fatalf("err = %v, want a corrupt-file error naming %s", err, bad.Path)
+	}
+	if v := latestSnap(t, tbl).Version(); v != snap.Version() {
+		t.Fatalf("version %d after a failed delete", v)
+	}
 }

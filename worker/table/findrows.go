@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 
@@ -85,38 +86,83 @@ func FindRows(ctx context.Context, snap *delta.Snapshot, files []*delta.AddFile,
 		return slices.ContainsFunc(snap.Metadata().PartitionColumns, func(p string) bool { return equalFold(p, name) })
 	}
 	loc := newLocator(snap.Table(), storage.Config{})
-	var out []FileDeletes
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, st, err
+	// Files are read DefaultScanParallelism at a time; results keep the files' order.
+	type found struct {
+		positions *roaring64.Bitmap
+		read      int64
+		err       error
+	}
+	results := make([]found, len(files))
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, DefaultScanParallelism)
+	for k, f := range files {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
 		}
-		consts := make([]types.Value, len(need))
-		fileSchema := &types.StructType{}
-		var fromFile []int
-		for j, i := range need {
-			if isPart(schema.Fields[i].Name) {
-				v, err := snap.PartitionValue(f, schema.Fields[i].Name)
-				if err != nil {
-					return nil, st, fmt.Errorf("file %s: partition value of %s: %w", f.Path, schema.Fields[i].Name, err)
-				}
-				consts[j] = v
-				continue
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r := &results[k]
+			r.positions, r.read, r.err = findInFileRows(ctx, snap, loc, f, pred, need, schema, physical, isPart)
+			if r.err != nil {
+				cancel()
 			}
-			fileSchema.Fields = append(fileSchema.Fields, physical.Fields[i])
-			fromFile = append(fromFile, j)
+		}()
+	}
+	wg.Wait()
+	// The first failure is the one to report, not the cancellations it caused in the other readers.
+	var firstErr error
+	for _, r := range results {
+		if r.err != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled) && !errors.Is(r.err, context.Canceled)) {
+			firstErr = r.err
 		}
-		positions, read, err := findInFile(ctx, snap, loc, f, pred, consts, fileSchema, fromFile)
+	}
+	if firstErr != nil && parent.Err() == nil {
+		return nil, st, firstErr
+	}
+	if err := parent.Err(); err != nil {
+		return nil, st, err // some files were never read
+	}
+	var out []FileDeletes
+	for k, r := range results {
 		st.FilesScanned++
-		st.BytesRead += read
-		if err != nil {
-			return nil, st, err
-		}
-		if !positions.IsEmpty() {
-			st.RowsMatched += int64(positions.GetCardinality())
-			out = append(out, FileDeletes{File: f, Positions: positions})
+		st.BytesRead += r.read
+		if !r.positions.IsEmpty() {
+			st.RowsMatched += int64(r.positions.GetCardinality())
+			out = append(out, FileDeletes{File: files[k], Positions: r.positions})
 		}
 	}
 	return out, st, nil
+}
+
+// findInFileRows splits the read columns of f into partition values (from the log) and file columns,
+// then finds the matching rows.
+func findInFileRows(ctx context.Context, snap *delta.Snapshot, loc *locator, f *delta.AddFile, pred *expr.Predicate,
+	need []int, schema, physical *types.StructType, isPart func(string) bool) (*roaring64.Bitmap, int64, error) {
+	consts := make([]types.Value, len(need))
+	fileSchema := &types.StructType{}
+	var fromFile []int
+	for j, i := range need {
+		if isPart(schema.Fields[i].Name) {
+			v, err := snap.PartitionValue(f, schema.Fields[i].Name)
+			if err != nil {
+				return nil, 0, fmt.Errorf("file %s: partition value of %s: %w", f.Path, schema.Fields[i].Name, err)
+			}
+			consts[j] = v
+			continue
+		}
+		fileSchema.Fields = append(fileSchema.Fields, physical.Fields[i])
+		fromFile = append(fromFile, j)
+	}
+	return findInFile(ctx, snap, loc, f, pred, consts, fileSchema, fromFile)
 }
 
 func findInFile(ctx context.Context, snap *delta.Snapshot, loc *locator, f *delta.AddFile, pred *expr.Predicate,
