@@ -122,6 +122,9 @@ func (o *Options) check() error {
 	if o.OverwriteScope == ScopePartitions && o.Mode != Overwrite {
 		return fmt.Errorf("overwrite scope partitions is for mode overwrite, not %s", o.Mode)
 	}
+	if o.Format.Evolution == format.Rescue {
+		return fmt.Errorf("schema evolution rescue is for append ingest streams; merge takes addNewColumns, failOnNewColumns or none")
+	}
 	if o.MaxReplans <= 0 {
 		o.MaxReplans = DefaultMaxReplans
 	}
