@@ -250,8 +250,12 @@ func (r *StreamIngestReconciler) startIngest(ctx context.Context, si *deltav1.St
 	if err != nil {
 		return nil, specError{err}
 	}
+	template := si.Spec.JobTemplate
+	if template == nil {
+		template = table.Spec.JobTemplate // the table's pods settings (image, service account, node placement)
+	}
 	req := &JobRequest{
-		Kind: JobIngest, OwnerKind: "StreamIngest", Owner: si, Table: table, Stream: si.Name, Template: si.Spec.JobTemplate,
+		Kind: JobIngest, OwnerKind: "StreamIngest", Owner: si, Table: table, Stream: si.Name, Template: template,
 		Args: args, Operations: []deltav1.Operation{deltav1.OperationIngest}, SlotKey: "job/" + strconv.FormatInt(st.JobsStarted, 10),
 		Scheduled: due, Trigger: trigger, Generation: si.Generation, Image: r.WorkerImage,
 	}
