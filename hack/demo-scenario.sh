@@ -3,7 +3,9 @@
 # server and the manager are up (it receives their coordinates in DELTAKEEPER_E2E_* variables):
 #   1. a Delta table of 60 small files lands in the bucket (as a streaming writer would leave it);
 #   2. a DeltaTable tells the operator where it is, and an OptimizePolicy with run-now asks for maintenance;
-#   3. a real worker pod compacts it; kubectl shows what happened; the rows are the same before and after.
+#   3. a real worker pod compacts it; kubectl shows what happened; the rows are the same before and after;
+#   4. a StreamIngest keeps a second table fed from CSV files landing under a prefix: `kubectl get si` shows
+#      its batches and its backlog draining, and every row that landed is in the table once.
 set -euo pipefail
 kubectl() { "$DELTAKEEPER_E2E_KUBECTL" "$@"; }
 dk() { "$DELTAKEEPER_E2E_BINARY" "$@"; }
@@ -93,3 +95,86 @@ fi
 
 say "kubectl describe deltatable orders"
 kubectl -n "$ns" describe deltatable orders
+
+say "5. A stream keeps a table fed from CSV files landing under s3://$DELTAKEEPER_E2E_S3_BUCKET/landing/clicks/"
+landing=$DELTAKEEPER_E2E_S3_DATA/landing/clicks
+mkdir -p "$landing"
+next_id=1 files=0
+drop() { # drop N: N CSV files of 500 rows, written under a hidden name and renamed (streams skip hidden files)
+  local i r
+  for ((i = 0; i < $1; i++)); do
+    {
+      echo "id,page,ms"
+      for ((r = 0; r < 500; r++)); do echo "$next_id,/p/$((next_id % 17)),$((next_id % 900))"; next_id=$((next_id + 1)); done
+    } >"$landing/.part-$files.csv"
+    mv "$landing/.part-$files.csv" "$landing/part-$(printf %05d $files).csv"
+    files=$((files + 1))
+  done
+}
+drop 20
+stream=$(cat <<YAML
+apiVersion: deltakeeper.io/v1
+kind: DeltaTable
+metadata:
+  name: clicks
+  namespace: $ns
+spec:
+  location: s3://$DELTAKEEPER_E2E_S3_BUCKET/sales/clicks
+  storage:
+    s3:
+      endpoint: $AWS_ENDPOINT_URL_S3
+      region: us-east-1
+      forcePathStyle: true
+      credentials:
+        secretRef: {name: lakehouse-s3}
+---
+apiVersion: deltakeeper.io/v1
+kind: StreamIngest
+metadata:
+  name: clicks-csv
+  namespace: $ns
+spec:
+  source:
+    files:
+      location: s3://$DELTAKEEPER_E2E_S3_BUCKET/landing/clicks/
+      format: csv
+      options: {header: "true"}
+  target: clicks
+  trigger: {interval: 10s}
+  maxFilesPerTrigger: 4
+  autoCompact: true
+YAML
+)
+echo "$stream"
+echo "$stream" | kubectl apply -f -
+# Files keep landing for a while; the stream's short Jobs take at most 4 files a batch, so the backlog
+# shows in `kubectl get si` and drains.
+rounds=0 last_drop_jobs=0 deadline=$((SECONDS + 300))
+while :; do
+  ((rounds < 6)) && drop 6
+  rounds=$((rounds + 1))
+  sleep 5
+  show kubectl -n "$ns" get si clicks-csv
+  backlog=$(kubectl -n "$ns" get si clicks-csv -o jsonpath='{.status.backlog.files}')
+  reason=$(kubectl -n "$ns" get si clicks-csv -o jsonpath='{.status.conditions[?(@.type=="Stalled")].reason}')
+  started=$(kubectl -n "$ns" get si clicks-csv -o jsonpath='{.status.jobsStarted}')
+  # Caught up after the last drop: a Job that started after it left no backlog.
+  if ((rounds > 6)) && [[ $backlog == 0 && $reason == CaughtUp ]] && ((started > last_drop_jobs)); then
+    break
+  fi
+  ((rounds == 6)) && last_drop_jobs=${started:-0}
+  if ((SECONDS > deadline)); then
+    kubectl -n "$ns" describe si clicks-csv
+    echo "demo: the stream did not catch up within 5 minutes" >&2
+    exit 1
+  fi
+done
+rows=$(dk scan "s3://$DELTAKEEPER_E2E_S3_BUCKET/sales/clicks" --format jsonl | wc -l)
+say "6. Every landed row is in the table once"
+echo "$files files with $((next_id - 1)) rows landed; the table holds $rows rows"
+if ((rows != next_id - 1)); then
+  echo "demo: the table holds $rows rows, want $((next_id - 1))" >&2
+  exit 1
+fi
+say "kubectl describe streamingest clicks-csv"
+kubectl -n "$ns" describe si clicks-csv

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,11 +34,12 @@ import (
 
 // The arrival pattern: bursts of files, so that every ingest Job finds a backlog to chew on.
 const (
-	streamBursts      = 10
+	streamBursts      = 10 // at least; more while the pods are not yet killed
+	maxBursts         = 40
 	burstEvery        = 4 * time.Second
 	csvFilesPerBurst  = 3
 	jsonFilesPerBurst = 2
-	csvRowsPerFile    = 4000
+	csvRowsPerFile    = 20000 // a batch of two such files takes long enough to be caught in the middle
 	jsonRowsPerFile   = 1500
 	podKills          = 2
 )
@@ -85,8 +87,9 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 	})
 	jsonStream := newFileStream("json-in", "json", nil)
 	writerDone := make(chan time.Time, 1)
+	var killsDone atomic.Bool
 	go func() {
-		for range streamBursts {
+		for n := 0; n < maxBursts && (n < streamBursts || !killsDone.Load()); n++ {
 			time.Sleep(burstEvery)
 			src.burst(t)
 		}
@@ -112,6 +115,7 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 	// Kill the csv stream's pod in the middle of a batch, twice.
 	ckpt := fmt.Sprintf("%s/_deltakeeper/streams/%s.%s", tablePrefix, ns, csvStream.Name)
 	killed := killMidBatch(t, ns, csvStream.Name, ckpt, podKills, 4*time.Minute)
+	killsDone.Store(true)
 	t.Logf("deleted ingest pods mid-batch: %v", killed)
 
 	var done time.Time
@@ -237,30 +241,32 @@ func killMidBatch(t *testing.T, ns, stream, ckptPrefix string, n int, timeout ti
 			t.Fatalf("deleted %d ingest pods mid-batch in %s, want %d: %v", len(killed), timeout, n, killed)
 		}
 		time.Sleep(100 * time.Millisecond)
+		// The planned batch first, then the markers: a batch marked between the two listings then shows as
+		// marked, never as pending.
+		pending := ""
+		for off := range ids("offsets") {
+			pending = max(pending, off) // the names are zero-padded batch numbers
+		}
+		if pending == "" || ids("commits")[pending] {
+			continue
+		}
+		// A pod whose worker container is running right now (read from the API server, not a cache).
 		var pods corev1.PodList
 		if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{deltav1.LabelStream: stream}); err != nil {
 			continue
 		}
-		var running string
+		running := ""
 		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && !containsString(killed, p.Name) {
-				running = p.Name
+			if p.DeletionTimestamp != nil || containsString(killed, p.Name) {
+				continue
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == "worker" && cs.State.Running != nil {
+					running = p.Name
+				}
 			}
 		}
 		if running == "" {
-			continue
-		}
-		lastMarked := ""
-		for c := range ids("commits") {
-			lastMarked = max(lastMarked, c)
-		}
-		pending := "" // a planned batch after the last one marked committed (the names are zero-padded)
-		for off := range ids("offsets") {
-			if off > lastMarked {
-				pending = max(pending, off)
-			}
-		}
-		if pending == "" {
 			continue
 		}
 		kubectl(t, "-n", ns, "delete", "pod", running, "--grace-period=0", "--force")
