@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
@@ -121,5 +122,34 @@ func TestNextIngestJob_PacesByIntervalBacklogAndBackoff(t *testing.T) {
 	}
 	if got := ingestBackoff(20); got != ingestBackoffMax {
 		t.Errorf("backoff after 20 failures = %v", got)
+	}
+}
+
+func TestObserveIngest_CountsBatchesRowsBytesAndPublishesTheBacklog(t *testing.T) {
+	si := stream("metrics-probe")
+	in := &result.Ingest{LastBatch: 1, NumBatches: 2, Rows: 300, Batches: []result.IngestBatch{{ID: 0, Bytes: 1000, Rows: 100}, {ID: 1, Bytes: 2000, Rows: 200}}}
+	res := ingestReport(result.Succeeded, "", in)
+	res.DurationMs = 4000
+	run := ingestRun(res, time.Now())
+	observeIngest(si, run, outcome{})
+	observeIngest(si, run, outcome{})
+	if got := promtestutil.ToFloat64(ingestBatches.WithLabelValues("lake", "metrics-probe")); got != 4 {
+		t.Errorf("batches_total = %v, want 4", got)
+	}
+	if got := promtestutil.ToFloat64(ingestRows.WithLabelValues("lake", "metrics-probe")); got != 600 {
+		t.Errorf("rows_total = %v, want 600", got)
+	}
+	if got := promtestutil.ToFloat64(ingestBytes.WithLabelValues("lake", "metrics-probe")); got != 6000 {
+		t.Errorf("bytes_total = %v, want 6000", got)
+	}
+	si.Status.Backlog = &deltav1.Backlog{Files: 7, Bytes: 700, OldestPendingAge: &metav1.Duration{Duration: time.Minute}}
+	setStreamGauges(si)
+	if f, a := promtestutil.ToFloat64(ingestBacklogFiles.WithLabelValues("lake", "metrics-probe")),
+		promtestutil.ToFloat64(ingestOldestPending.WithLabelValues("lake", "metrics-probe")); f != 7 || a != 60 {
+		t.Errorf("backlog gauges = %v files, %v s", f, a)
+	}
+	forgetStream("lake", "metrics-probe")
+	if n := promtestutil.CollectAndCount(ingestBacklogFiles); n != 0 {
+		t.Errorf("%d backlog series left after the stream was deleted", n)
 	}
 }

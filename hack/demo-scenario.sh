@@ -13,6 +13,7 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '\033[2m$ %s\033[0m\n' "$*"; "$@"; }
 
 export AWS_ENDPOINT_URL_S3=$DELTAKEEPER_E2E_S3_ENDPOINT DELTAKEEPER_S3_PATH_STYLE=true
+DK_ROOT_DIR=$(cd "$(dirname "$0")/.." && pwd)
 ns=demo
 table=s3://$DELTAKEEPER_E2E_S3_BUCKET/sales/orders
 
@@ -97,21 +98,14 @@ say "kubectl describe deltatable orders"
 kubectl -n "$ns" describe deltatable orders
 
 say "5. A stream keeps a table fed from CSV files landing under s3://$DELTAKEEPER_E2E_S3_BUCKET/landing/clicks/"
-landing=$DELTAKEEPER_E2E_S3_DATA/landing/clicks
-mkdir -p "$landing"
+landing=s3://$DELTAKEEPER_E2E_S3_BUCKET/landing/clicks/
+go build -o "$DK_ROOT_DIR/bin/demo-drop" ./hack/demo-drop
 next_id=1 files=0
-drop() { # drop N: N CSV files of 500 rows, written under a hidden name and renamed (streams skip hidden files)
-  local i r
-  for ((i = 0; i < $1; i++)); do
-    {
-      echo "id,page,ms"
-      for ((r = 0; r < 500; r++)); do echo "$next_id,/p/$((next_id % 17)),$((next_id % 900))"; next_id=$((next_id + 1)); done
-    } >"$landing/.part-$files.csv"
-    mv "$landing/.part-$files.csv" "$landing/part-$(printf %05d $files).csv"
-    files=$((files + 1))
-  done
+drop() { # drop N: N CSV files of 2000 rows land under the prefix, one PUT each
+  "$DK_ROOT_DIR/bin/demo-drop" --first-file "$files" --files "$1" --rows 2000 --first-id "$next_id" "$landing"
+  files=$((files + $1)) next_id=$((next_id + $1 * 2000))
 }
-drop 20
+drop 150 # a backlog: more than one Job takes in its time budget
 stream=$(cat <<YAML
 apiVersion: deltakeeper.io/v1
 kind: DeltaTable
@@ -141,17 +135,17 @@ spec:
       options: {header: "true"}
   target: clicks
   trigger: {interval: 10s}
-  maxFilesPerTrigger: 4
+  maxFilesPerTrigger: 1
   autoCompact: true
 YAML
 )
 echo "$stream"
 echo "$stream" | kubectl apply -f -
-# Files keep landing for a while; the stream's short Jobs take at most 4 files a batch, so the backlog
-# shows in `kubectl get si` and drains.
+# Files keep landing for a while; the stream's short Jobs take one file a batch for 10s each, so the
+# backlog shows in `kubectl get si` and drains.
 rounds=0 last_drop_jobs=0 deadline=$((SECONDS + 300))
 while :; do
-  ((rounds < 6)) && drop 6
+  ((rounds < 6)) && drop 4
   rounds=$((rounds + 1))
   sleep 5
   show kubectl -n "$ns" get si clicks-csv

@@ -147,7 +147,6 @@ export DELTAKEEPER_E2E_VERSION=$VERSION
 export DELTAKEEPER_E2E_BINARY=$DK_ROOT/bin/deltakeeper
 export DELTAKEEPER_E2E_S3_ENDPOINT=$endpoint
 export DELTAKEEPER_E2E_S3_BUCKET=$bucket
-export DELTAKEEPER_E2E_S3_DATA=$s3_data/$bucket   # the bucket's directory (the demo drops files into it)
 export AWS_ACCESS_KEY_ID=$access_key AWS_SECRET_ACCESS_KEY=$secret_key AWS_REGION=us-east-1
 export DELTAKEEPER_S3SERVER=$S3SERVER   # test/e2e/probe's own test starts a server too
 if [[ ${DELTAKEEPER_DEMO:-0} == 1 ]]; then

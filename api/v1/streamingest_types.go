@@ -416,6 +416,9 @@ type BatchRecord struct {
 	// MeanFileBytes is the mean size of the data files the batch wrote.
 	// +optional
 	MeanFileBytes int64 `json:"meanFileBytes,omitempty"`
+	// Merge reports what a batch of a keyed mode, Overwrite or TruncateInsert read and changed.
+	// +optional
+	Merge *BatchMerge `json:"merge,omitempty"`
 	// CommitTime of the batch (the end of the Job that ran it).
 	// +optional
 	CommitTime *metav1.Time `json:"commitTime,omitempty"`
@@ -423,6 +426,25 @@ type BatchRecord struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	JobName string `json:"jobName,omitempty"`
+}
+
+// BatchMerge is what an update-method batch read and changed: how dynamic file pruning narrowed the target
+// files it read, and what happened to rows.
+type BatchMerge struct {
+	// FilesTotal live target files; FilesPrunedByPartition and FilesPrunedByStats were skipped by the batch's
+	// partition values and by key statistics; FilesScanned had their keys read; FilesTouched held a match.
+	FilesTotal             int64 `json:"filesTotal"`
+	FilesPrunedByPartition int64 `json:"filesPrunedByPartition"`
+	FilesPrunedByStats     int64 `json:"filesPrunedByStats"`
+	FilesScanned           int64 `json:"filesScanned"`
+	FilesTouched           int64 `json:"filesTouched"`
+	// Rows updated, deleted and inserted.
+	RowsUpdated  int64 `json:"rowsUpdated"`
+	RowsDeleted  int64 `json:"rowsDeleted"`
+	RowsInserted int64 `json:"rowsInserted"`
+	// Attempts counts plans: more than 1 when a concurrent commit (maintenance) made the batch re-plan.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
 }
 
 // Backlog is the pending source data.

@@ -170,10 +170,16 @@ func TestStreamIngest_OneJobAtATimeFoldsBatchesIntoStatus(t *testing.T) {
 	poke(t, si)
 	waitIngestJob(t, si, job.Name, second.Name)
 
-	// The table names the stream writing to it.
-	waitTable(t, table, "names its stream", func(tb *deltav1.DeltaTable) (bool, string) {
-		return slices.Equal(tb.Status.Streams, []string{"clicks-csv"}), fmt.Sprintf("%v", tb.Status.Streams)
+	// The table names the stream writing to it, and folds only its own Jobs: its run history holds the
+	// inspect run and none of the finished ingest Jobs.
+	finishJob(t, clk, inspect, 0, encode(t, inspectResult(7, 12, 3)))
+	tb := waitTable(t, table, "inspected, naming its stream", func(tb *deltav1.DeltaTable) (bool, string) {
+		return tb.Status.LastInspectedTime != nil && slices.Equal(tb.Status.Streams, []string{"clicks-csv"}),
+			fmt.Sprintf("streams %v, runs %d", tb.Status.Streams, len(tb.Status.RecentRuns))
 	})
+	if len(tb.Status.RecentRuns) != 1 || tb.Status.RecentRuns[0].JobName != inspect.Name {
+		t.Errorf("the DeltaTable's runs = %+v, want only its inspect Job %s", tb.Status.RecentRuns, inspect.Name)
+	}
 }
 
 func TestStreamIngest_FailuresBackOffAndBadInputStopsTheStream(t *testing.T) {
