@@ -126,10 +126,17 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			wake.in(requeueSoon) // finished: the cache will show it, and it is folded then
 			active = &j
 		case apierrors.IsNotFound(err):
+			// Recorded as a failed run, so that the next Job backs off from it like from any failure.
 			log.Info("The stream's ingest Job is gone before its result was read", "job", st.ActiveJob)
+			msg := "ingest Job " + st.ActiveJob + " was deleted before it reported; the next Job resumes the stream"
+			st.RecentJobs = append(st.RecentJobs, deltav1.RunRecord{JobName: st.ActiveJob, Table: si.Spec.Target,
+				Operations: []deltav1.Operation{deltav1.OperationIngest}, Result: deltav1.RunFailed, Reason: deltav1.ReasonJobFailed,
+				Message: msg, CompletionTime: &metav1.Time{Time: now}})
+			sortRecords(st.RecentJobs)
+			st.RecentJobs = st.RecentJobs[:min(len(st.RecentJobs), maxStreamJobs)]
 			st.ConsecutiveFailures++
-			conds.set(deltav1.ConditionStalled, metav1.ConditionFalse, deltav1.ReasonJobFailed,
-				"ingest Job "+st.ActiveJob+" was deleted before it reported; the next Job resumes the stream")
+			conds.set(deltav1.ConditionStalled, metav1.ConditionFalse, deltav1.ReasonJobFailed, msg)
+			evq.warning(EventJobFailed, actionRecord, nil, msg)
 		default:
 			return ctrl.Result{}, fmt.Errorf("get ingest Job %s/%s: %w", si.Namespace, st.ActiveJob, err)
 		}

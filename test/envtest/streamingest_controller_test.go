@@ -213,6 +213,7 @@ func TestStreamIngest_FailuresBackOffAndBadInputStopsTheStream(t *testing.T) {
 	if r := condition(got.Status.Conditions, deltav1.ConditionReady); !strings.HasPrefix(r, "False/JobFailed") || !strings.Contains(r, "2 failed in a row") {
 		t.Errorf("Ready = %s", r)
 	}
+	waitEvent(t, ns, "orders-csv", "JobFailed", "panic: something unexpected")
 	if d := got.Status.NextJobTime.Sub(clk.Now()); d < 19*time.Second || d > 21*time.Second {
 		t.Errorf("second backoff = %v, want 20s", d)
 	}
@@ -331,4 +332,57 @@ func TestStreamIngest_WaitsForItsTargetAndRefusesTableSources(t *testing.T) {
 		return strings.HasPrefix(c, "True/IngestNotAvailable") && strings.HasPrefix(condition(s.Status.Conditions, deltav1.ConditionReady), "False/IngestNotAvailable"), c
 	})
 	noNewIngestJob(t, cdc, "no Job for a table source")
+}
+
+func TestStreamIngest_SpecErrorsRefusalsAndVanishedJobsAreReported(t *testing.T) {
+	_, ns, clk := controllerTest(t)
+	newTable(t, ns, "stock", nil)
+
+	// A key the worker's column-list flag cannot carry: no Job, Stalled with InvalidSpec, until fixed.
+	si := newStream(t, ns, "stock-changes", "stock", func(s *deltav1.StreamIngestSpec) {
+		s.Mode, s.Keys = deltav1.IngestUpsert, []string{"sku,site"}
+	})
+	waitStream(t, si, "stalls on the spec", func(s *deltav1.StreamIngest) (bool, string) {
+		c := condition(s.Status.Conditions, deltav1.ConditionStalled)
+		return strings.HasPrefix(c, "True/InvalidSpec") && strings.Contains(c, `"sku,site" contains a comma`), c
+	})
+	waitEvent(t, ns, "stock-changes", "InvalidSpec", "comma")
+	noNewIngestJob(t, si, "no Job for a spec that cannot become one")
+	patch := []byte(`{"spec":{"keys":["sku"],"deleteConditionColumn":"gone","orderBy":"seq"}}`)
+	if err := k8sClient.Patch(context.Background(), si, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	job := waitIngestJob(t, si)
+	if args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--mode upsert --keys sku --delete-column gone --order-by seq") {
+		t.Errorf("upsert args: %s", args)
+	}
+
+	// A Job deleted before it reported counts as a failure; the next one resumes after the backoff.
+	if err := k8sClient.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	waitStream(t, si, "notices the vanished Job", func(s *deltav1.StreamIngest) (bool, string) {
+		c := condition(s.Status.Conditions, deltav1.ConditionStalled)
+		return strings.HasPrefix(c, "False/JobFailed") && strings.Contains(c, "deleted before it reported") &&
+			s.Status.ConsecutiveFailures == 1 && s.Status.ActiveJob == "", c
+	})
+	clk.Step(11 * time.Second)
+	poke(t, si)
+	job2 := waitIngestJob(t, si, job.Name)
+
+	// A refusal (a corrupt table) stops the stream; retrying cannot help.
+	corrupt := &result.Result{Command: "ingest", Outcome: result.Refused, Reason: result.ReasonCorruptTable,
+		Message: "table s3://lake/stock: _delta_log/00000000000000000003.json is truncated", Ingest: &result.Ingest{LastBatch: 2}}
+	finishJob(t, clk, job2, 2, encode(t, corrupt))
+	got := waitStream(t, si, "stalls on the refusal", func(s *deltav1.StreamIngest) (bool, string) {
+		c := condition(s.Status.Conditions, deltav1.ConditionStalled)
+		return strings.HasPrefix(c, "True/RunRefused") && strings.Contains(c, "00000000000000000003.json is truncated"), c
+	})
+	if r := condition(got.Status.Conditions, deltav1.ConditionReady); !strings.HasPrefix(r, "False/RunRefused") {
+		t.Errorf("Ready = %s", r)
+	}
+	waitEvent(t, ns, "stock-changes", "Stalled", "CorruptTable")
+	clk.Step(time.Hour)
+	poke(t, si)
+	noNewIngestJob(t, si, "a refused stream starts no Job")
 }
