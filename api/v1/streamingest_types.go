@@ -15,6 +15,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.overwriteScope) || self.mode == 'Overwrite'",message="overwriteScope applies only to mode Overwrite; remove it or set mode: Overwrite"
 // +kubebuilder:validation:XValidation:rule="!has(self.partitionPruning) || self.mode in ['Upsert', 'Update', 'Delete']",message="partitionPruning applies only to modes Upsert, Update and Delete, which read target files to match keys"
 // +kubebuilder:validation:XValidation:rule="!has(self.mergeSchema) || !self.mergeSchema || !has(self.schemaEvolution) || self.schemaEvolution == 'addNewColumns'",message="mergeSchema: true means schemaEvolution addNewColumns; set only one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.schemaEvolution) || self.schemaEvolution != 'rescue' || self.mode == 'Append'",message="schemaEvolution rescue is for mode Append; with an update method use addNewColumns, failOnNewColumns or none"
 // +kubebuilder:validation:XValidation:rule="has(self.checkpointLocation) == has(oldSelf.checkpointLocation) && (!has(self.checkpointLocation) || self.checkpointLocation == oldSelf.checkpointLocation)",message="checkpointLocation is immutable: it holds the stream's progress; create a new StreamIngest to start over elsewhere"
 type StreamIngestSpec struct {
 	// Source of new data.

@@ -130,6 +130,8 @@ var invalidManifests = []struct {
 		`{target: t, source: {deltaTable: {name: src}}, mode: Overwrite, overwriteScope: Files}`, "supported values: \"Table\", \"Partitions\""},
 	{"an unknown mode", "StreamIngest", `{target: t, source: {deltaTable: {name: src}}, mode: Merge}`,
 		"supported values: \"Append\", \"Upsert\", \"Update\", \"Delete\", \"Overwrite\", \"TruncateInsert\""},
+	{"rescued data with an update method", "StreamIngest",
+		`{target: t, source: {deltaTable: {name: src}}, mode: Upsert, keys: [id], schemaEvolution: rescue}`, "schemaEvolution rescue is for mode Append"},
 	{"partition pruning on an append stream", "StreamIngest",
 		`{target: t, source: {deltaTable: {name: src}}, partitionPruning: [day]}`, "partitionPruning applies only to modes Upsert, Update and Delete"},
 	{"ingest every second", "StreamIngest", `{target: t, source: {deltaTable: {name: src}}, trigger: {interval: 1s}}`,
