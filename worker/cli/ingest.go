@@ -13,6 +13,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
+	"github.com/deltakeeper/deltakeeper/worker/merge"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -32,6 +33,7 @@ type ingestFlags struct {
 	includeExisting, allowOverwr bool
 	optimizeWrite, autoCompact   string
 	fullListingEvery             int
+	update                       updateFlags
 }
 
 func newIngestCmd(mode Mode) *cobra.Command {
@@ -89,6 +91,7 @@ the batch and name the file, row and column; --on-bad-file skip records them as 
 	fs.StringVar(&f.optimizeWrite, "optimize-write", "", "true/false: override delta.autoOptimize.optimizeWrite")
 	fs.StringVar(&f.autoCompact, "auto-compact", "", "true/false: override delta.autoOptimize.autoCompact")
 	fs.IntVar(&f.fullListingEvery, "full-listing-every", ingest.DefaultFullListingEvery, "list the whole prefix every N listings (the others start after the last key seen)")
+	f.update.bind(cmd, string(merge.Append))
 	return cmd
 }
 
@@ -139,6 +142,9 @@ func (f *ingestFlags) options(fs *pflag.FlagSet) (ingest.Options, error) {
 		ExcludeExistingFiles: !f.includeExisting, AllowOverwrites: f.allowOverwr, OnBadFile: ingest.OnBadFile(strings.ToLower(f.onBadFile)),
 		PartitionBy: splitList(f.partitionBy), ClusterBy: splitList(f.clusterBy), FullListingEvery: f.fullListingEvery,
 		Storage: storage.ConfigFromEnv(),
+	}
+	if err := f.update.options(&o.Update); err != nil {
+		return o, err
 	}
 	if o.OnBadFile != ingest.BadFileFail && o.OnBadFile != ingest.BadFileSkip {
 		return o, badArg("--on-bad-file %q: use fail or skip", f.onBadFile)
@@ -212,6 +218,10 @@ func batchNotes(b ingest.BatchReport) string {
 	if b.Rescued > 0 {
 		notes = append(notes, fmt.Sprintf("%d rows rescued", b.Rescued))
 	}
+	if m := b.Merge; m != nil {
+		notes = append(notes, fmt.Sprintf("%s: %d of %d files scanned, %d touched; %d updated, %d deleted, %d inserted",
+			m.Mode, m.FilesScanned, m.FilesTotal, m.FilesTouched, m.RowsUpdated, m.RowsDeleted, m.RowsInserted))
+	}
 	if len(b.Skipped) > 0 {
 		notes = append(notes, fmt.Sprintf("%d files skipped", len(b.Skipped)))
 	}
@@ -244,7 +254,7 @@ func ingestResult(rep *ingest.Report, err error) *result.Ingest {
 				in.AutoCompaction = append(in.AutoCompaction, b.AutoCompaction.Op)
 			}
 			if i >= len(rep.Batches)-result.MaxIngestBatches {
-				ib := result.IngestBatch{ID: b.BatchID, Files: b.Files, Bytes: b.Bytes, Rows: b.Rows, Version: b.Version, MeanFileBytes: b.MeanFileSize()}
+				ib := result.IngestBatch{ID: b.BatchID, Files: b.Files, Bytes: b.Bytes, Rows: b.Rows, Version: b.Version, MeanFileBytes: b.MeanFileSize(), Merge: b.Merge}
 				if len(b.FilesWritten) <= 16 {
 					ib.Written = maps.Clone(b.FilesWritten)
 				}

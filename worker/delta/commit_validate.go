@@ -92,6 +92,10 @@ func (tx *Transaction) validate() error {
 		}
 	case OpRewrite:
 		return tx.validateRewrite(fail, removedRows, rowsKnown, props)
+	case OpMerge:
+		if err := tx.validateDML(fail, props); err != nil {
+			return err
+		}
 	case OpVacuum, OpCheckpoint, OpLogCleanup:
 		if len(tx.adds) > 0 || len(tx.removes) > 0 {
 			return fail("a %s transaction may not add or remove files", tx.kind)
@@ -142,6 +146,27 @@ func (tx *Transaction) validateRewrite(fail func(string, ...any) error, removedR
 		if !tx.opts.RowTrackingPreserved {
 			return fail("row tracking is enabled and the rewrite did not declare that it preserved row ids (TxnOptions.RowTrackingPreserved)")
 		}
+		tx.tags["delta.rowTracking.preserved"] = "true"
+	}
+	return nil
+}
+
+// validateDML checks a MERGE / UPDATE / DELETE commit: rows change, so every add and remove has
+// dataChange=true, and on a table whose row ids must be preserved the commit says whether its
+// rewritten rows kept them (delta.rowTracking.preserved, as Spark tags it).
+func (tx *Transaction) validateDML(fail func(string, ...any) error, props TableProperties) error {
+	for _, a := range tx.adds {
+		if !a.DataChange {
+			return fail("file %s added by a data change must have dataChange=true", a.Path)
+		}
+	}
+	for _, r := range tx.removes {
+		if !r.DataChange {
+			return fail("file %s removed by a data change must have dataChange=true", r.Path)
+		}
+	}
+	if props.flag(PropEnableRowTracking) && tx.protocol().HasWriterFeature(FeatureRowTracking) && !props.flag(PropRowTrackingSuspended) &&
+		(tx.opts.RowTrackingPreserved || tx.rowTrackingPreserved) {
 		tx.tags["delta.rowTracking.preserved"] = "true"
 	}
 	return nil

@@ -118,9 +118,18 @@ func (tx *Transaction) checkConflict(w *winnerSummary) error {
 		}
 	}
 	// 6. Added files this transaction should have read. Under WriteSerializable (the default)
-	// blind appends never conflict; under Serializable they do.
+	// blind appends never conflict; under Serializable they do. A MERGE's key predicate
+	// (ReadKeysWhere) is the exception: conflicts_merge.go.
+	if err := tx.checkKeyPredicates(w, conflict); err != nil {
+		return err
+	}
+	// Only adds that change data count (Spark's changedDataAddedFiles): a compaction's dataChange=false
+	// adds hold rows the same commit removed, and rule 7 judges those removes.
 	if !w.blindAppend || tx.isolation == "Serializable" {
 		for _, a := range w.adds {
+			if !a.DataChange {
+				continue
+			}
 			if tx.readWholeTable {
 				return conflict(ErrConcurrentAppend, "the winner added %s and this transaction read the whole table", a.Path)
 			}
@@ -155,4 +164,6 @@ func (tx *Transaction) checkConflict(w *winnerSummary) error {
 type readPredicate struct {
 	description string
 	match       func(*AddFile) bool
+	// evenBlind makes blind appends matching the predicate conflict under WriteSerializable too.
+	evenBlind bool
 }

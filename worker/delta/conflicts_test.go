@@ -57,6 +57,10 @@ func TestConflicts_EachRuleAgainstACraftedWinner(t *testing.T) {
 			[]string{nonBlindWrite, removeF1}, ErrConcurrentDeleteRead},
 		{"read file compacted away (dataChange=false counts)", OpMerge, "", func(tx *Transaction) { tx.ReadFiles(fileAt(tx, "p=a/f1.parquet")); appendOne(tx) },
 			[]string{compaction, removeF1NoData, `{"add":{"path":"p=a/c.parquet","partitionValues":{"p":"a"},"size":1,"modificationTime":1,"dataChange":false}}`}, ErrConcurrentDeleteRead},
+		{"compaction of unread files adding a file the predicate matches (only data changes count)", OpMerge, "", func(tx *Transaction) {
+			tx.ReadWhere("p = 'a'", inA)
+			appendOne(tx)
+		}, []string{compaction, removeF2, `{"add":{"path":"p=a/c.parquet","partitionValues":{"p":"a"},"size":1,"modificationTime":1,"dataChange":false}}`}, nil},
 		{"unread file removed", OpMerge, "", func(tx *Transaction) { tx.ReadFiles(fileAt(tx, "p=a/f1.parquet")); appendOne(tx) },
 			[]string{nonBlindWrite, removeF2}, nil},
 		{"whole table read, anything removed", OpMerge, "", func(tx *Transaction) { tx.ReadWholeTable(); appendOne(tx) },

@@ -156,11 +156,11 @@ var featureRules = map[string]featureRule{
 			return "", "" // supported only: new files get fresh row ids, which the transaction assigns
 		}
 		switch in.op {
-		case OpMerge:
-			return "row tracking is enabled and deltakeeper cannot preserve the row ids of updated rows yet", "disable delta.enableRowTracking or run MERGE with Spark"
-		case OpRewrite:
+		case OpMerge, OpRewrite:
+			// DML keeps the ids of the rows it copies (and of updated rows) the way a rewrite does:
+			// in the materialized columns.
 			if in.props[PropMaterializedRowIDColumn] == "" || in.props[PropMaterializedRowCommitVer] == "" {
-				return "row tracking is enabled but the table names no materialized row id / row commit version columns, so a rewrite cannot preserve row ids",
+				return "row tracking is enabled but the table names no materialized row id / row commit version columns, so rewritten rows cannot keep their row ids",
 					"set " + PropMaterializedRowIDColumn + " and " + PropMaterializedRowCommitVer + " (Spark does when enabling row tracking)"
 			}
 		}

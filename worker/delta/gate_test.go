@@ -48,7 +48,7 @@ func TestCheckProtocol_DecidesPerOperation(t *testing.T) {
 		{"shredded variant", rw(FeatureVariantShredding), nil, plain, []Operation{OpRead, OpRewrite, OpAppend, OpMerge}, FeatureVariantShredding},
 		{"row tracking enabled", writer7(FeatureRowTracking, FeatureDomainMetadata), map[string]string{PropEnableRowTracking: "true"}, plain, []Operation{OpRewrite, OpMerge}, FeatureRowTracking},
 		{"row tracking enabled with materialized columns", writer7(FeatureRowTracking, FeatureDomainMetadata),
-			map[string]string{PropEnableRowTracking: "true", PropMaterializedRowIDColumn: "_r", PropMaterializedRowCommitVer: "_c"}, plain, []Operation{OpMerge}, FeatureRowTracking},
+			map[string]string{PropEnableRowTracking: "true", PropMaterializedRowIDColumn: "_r", PropMaterializedRowCommitVer: "_c"}, plain, nil, ""},
 		{"reader version 4", Protocol{MinReaderVersion: 4, MinWriterVersion: 7}, nil, plain, all, ""},
 		{"writer version 8", Protocol{MinReaderVersion: 1, MinWriterVersion: 8}, nil, plain, all[1:], ""},
 	}

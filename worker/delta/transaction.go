@@ -54,6 +54,8 @@ type Transaction struct {
 	metrics      map[string]string
 	tags         map[string]string
 	committed    bool
+	// rowTrackingPreserved: the DML's rewritten files carry their rows' ids (MarkRowTrackingPreserved).
+	rowTrackingPreserved bool
 }
 
 // Begin starts a transaction on this snapshot after checking, through the table-features gate,
@@ -222,6 +224,11 @@ func (tx *Transaction) UpgradeProtocol(features ...string) error {
 
 // SetMetric sets an operationMetrics entry (Spark's names: numAddedFiles, numRemovedFiles, …).
 func (tx *Transaction) SetMetric(name string, value int64) { tx.metrics[name] = itoa(value) }
+
+// MarkRowTrackingPreserved declares, in a DML transaction, that the files it rewrote carry every kept
+// row's stable row id and commit version in the materialized columns (table.DeleteRows does); the
+// commit is then tagged delta.rowTracking.preserved on a table with row tracking enabled.
+func (tx *Transaction) MarkRowTrackingPreserved() { tx.rowTrackingPreserved = true }
 
 // SetTag sets a commitInfo tag.
 func (tx *Transaction) SetTag(name, value string) { tx.tags[name] = value }

@@ -62,12 +62,19 @@ func (r *runner) execute(ctx context.Context, off *state.Offsets) (*BatchReport,
 			}
 			return br, nil
 		}
-		done, err := r.commit(ctx, snap, off, a, br)
+		var done bool
+		if r.o.merging() {
+			done, err = r.commitMerge(ctx, off, a, br)
+		} else {
+			done, err = r.commit(ctx, snap, off, a, br)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if done {
-			r.autoCompact(ctx, snap, br)
+			if br.commit != nil {
+				r.autoCompact(ctx, snap, br)
+			}
 			return br, nil
 		}
 	}

@@ -33,6 +33,10 @@ func (r *runner) create(ctx context.Context, off *state.Offsets, a *attempt) err
 		}
 		return result.Refuse(ReasonBadFile, fmt.Errorf("create table %s from batch %d: %w", r.tbl.Location(), off.BatchID, err))
 	}
+	if r.o.merging() && r.o.Update.DeleteColumn != "" {
+		// The delete marker steers the merge; it is not data of the table.
+		schema.Fields = slices.DeleteFunc(schema.Fields, func(f *types.StructField) bool { return strings.EqualFold(f.Name, r.o.Update.DeleteColumn) })
+	}
 	var parts []string
 	for _, p := range r.o.PartitionBy {
 		f := fieldFold(schema, p)

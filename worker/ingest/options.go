@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
+	"github.com/deltakeeper/deltakeeper/worker/merge"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
@@ -68,6 +69,11 @@ type Options struct {
 	// AutoCompactTarget is auto compaction's target file size (optimize.DefaultAutoMaxFileSize, 128 MiB,
 	// when 0); files under half of it are small.
 	AutoCompactTarget int64
+	// Update is the update method each batch runs as (worker/merge: mode, keys, delete marker,
+	// order-by, overwrite scope, partition pruning). Mode "" or append keeps the append fast path;
+	// any other mode runs each batch as one merge carrying the stream's txn. Its Format, AppID and
+	// BatchID are the stream's.
+	Update merge.Options
 	// FullListingEvery is DefaultFullListingEvery when 0; 1 lists fully every time.
 	FullListingEvery int
 	// Storage configures S3 access for the source and the checkpoint.
@@ -95,6 +101,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.MaxBatches <= 0 {
 		c.MaxBatches = 1
+	}
+	if err := c.checkUpdate(); err != nil {
+		return c, err
 	}
 	switch c.OnBadFile {
 	case "":

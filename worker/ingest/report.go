@@ -4,6 +4,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/state"
 	"github.com/deltakeeper/deltakeeper/worker/optimize"
+	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
 // BatchReport describes one committed batch.
@@ -30,6 +31,8 @@ type BatchReport struct {
 	// AutoCompactionErr an error it met, which never fails the batch.
 	AutoCompaction    *optimize.Report
 	AutoCompactionErr error
+	// Merge is the batch's merge report when the stream has an update method other than append.
+	Merge *result.Merge
 
 	adds   []*delta.AddFile
 	commit *delta.CommitResult

@@ -44,6 +44,8 @@ type IngestBatch struct {
 	// their mean size.
 	Written       map[string]int `json:"written,omitempty"`
 	MeanFileBytes int64          `json:"meanFileBytes,omitempty"`
+	// Merge is the batch's merge report when the stream has an update method other than append.
+	Merge *Merge `json:"merge,omitempty"`
 }
 
 // Backlog is what the source holds that no batch has taken.

@@ -69,6 +69,8 @@ type Result struct {
 	Applied    *Applied `json:"applied,omitempty"`
 	Ops        []Op     `json:"ops,omitempty"` // maintenance steps, in order
 	Ingest     *Ingest  `json:"ingest,omitempty"`
+	Merge      *Merge   `json:"merge,omitempty"`
+	Delete     *Delete  `json:"delete,omitempty"`
 }
 
 // Table is what a table is: the facts DeltaTable status shows.

@@ -35,6 +35,10 @@ type WriteOptions struct {
 	// memory); the least recently written one is finished when a new partition needs a slot.
 	// Default 8. Writer only.
 	MaxOpenFiles int
+	// DVInlineMaxBytes stores a deletion vector DeleteRows writes inline in the log (storageType "i")
+	// when its serialized bitmap is at most this many bytes; 0 (the default, Spark's usual layout)
+	// puts every DV into the commit's DV file.
+	DVInlineMaxBytes int
 	// Now is the clock of modificationTime; time.Now when nil.
 	Now func() time.Time
 }

@@ -1,0 +1,381 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
+	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// scanParallelism is how many target files have their key columns read at once.
+const scanParallelism = 4
+
+// pruner decides from the log alone whether a target file might hold a key of the batch: partition
+// values against the batch's (key partition columns and --partition-pruning columns), then each
+// key column's min/max against the sorted distinct keys. It also serves as the commit's read
+// predicate, so it is applied to files concurrent writers add as well.
+type pruner struct {
+	snap *delta.Snapshot
+	keys []*types.StructField // key columns of the table, in key order
+	// keyParts are the positions (in keys) of partition columns, with the batch's allowed tuples.
+	keyParts   []int
+	partTuples map[string]bool
+	// pinned are --partition-pruning columns with the batch's distinct values (nulls as "\x00").
+	pinned       []string
+	pinnedValues []map[string]bool
+	sorted       *sortedKeys
+}
+
+func newPruner(snap *delta.Snapshot, p *prepared, o *Options) (*pruner, error) {
+	pr := &pruner{snap: snap}
+	table := snap.Schema()
+	isPart := func(name string) bool {
+		return slices.ContainsFunc(snap.Metadata().PartitionColumns, func(c string) bool { return strings.EqualFold(c, name) })
+	}
+	for j, i := range p.keyIdx {
+		name := p.schema.Fields[i].Name
+		if table.FieldIndex(name) < 0 {
+			return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("key column %q is not a column of table %s (columns: %s); a key must exist in source and target", name, snap.Table().Location(), columnNames(table)))
+		}
+		pr.keys = append(pr.keys, table.Fields[table.FieldIndex(name)])
+		if isPart(name) {
+			pr.keyParts = append(pr.keyParts, j)
+		}
+	}
+	live := func(n int) bool { return p.live[n] }
+	if len(pr.keyParts) > 0 {
+		pr.partTuples = map[string]bool{}
+		for n, r := range p.src.rows {
+			if !live(n) {
+				continue
+			}
+			if _, ok := keyOf(r, p.keyIdx); !ok {
+				continue
+			}
+			var b []byte
+			for _, j := range pr.keyParts {
+				b = appendValue(b, r[p.keyIdx[j]])
+			}
+			pr.partTuples[string(b)] = true
+		}
+	}
+	for _, name := range o.PartitionPruning {
+		if !isPart(name) {
+			return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("--partition-pruning column %q is not a partition column of table %s (partition columns: %s)", name, snap.Table().Location(), strings.Join(snap.Metadata().PartitionColumns, ", ")))
+		}
+		i := columnIndex(p.schema, name)
+		vals := map[string]bool{}
+		for n, r := range p.src.rows {
+			if live(n) {
+				vals[valueKey(r[i])] = true
+			}
+		}
+		pr.pinned = append(pr.pinned, p.schema.Fields[i].Name)
+		pr.pinnedValues = append(pr.pinnedValues, vals)
+	}
+	sk, err := newSortedKeys(p.src.rows, p.keyIdx, live)
+	if err != nil {
+		return nil, err
+	}
+	pr.sorted = sk
+	return pr, nil
+}
+
+func valueKey(v types.Value) string {
+	if v == nil {
+		return "\x00"
+	}
+	return string(appendValue(nil, v))
+}
+
+// byPartition reports whether the file's partition values allow a match.
+func (pr *pruner) byPartition(f *delta.AddFile) bool {
+	if len(pr.sorted.tuples) == 0 {
+		return false // no non-null key: nothing can match
+	}
+	if pr.partTuples != nil {
+		var b []byte
+		for _, j := range pr.keyParts {
+			v, err := pr.snap.PartitionValue(f, pr.keys[j].Name)
+			if err != nil {
+				return true
+			}
+			if v == nil {
+				return false
+			}
+			b = appendValue(b, v)
+		}
+		if !pr.partTuples[string(b)] {
+			return false
+		}
+	}
+	for n, name := range pr.pinned {
+		v, err := pr.snap.PartitionValue(f, name)
+		if err != nil {
+			return true
+		}
+		if !pr.pinnedValues[n][valueKey(v)] {
+			return false
+		}
+	}
+	return true
+}
+
+// byStats reports whether some batch key falls within the file's ranges of every key column.
+func (pr *pruner) byStats(f *delta.AddFile) bool {
+	ranges := make([]colRange, len(pr.keys))
+	var stats *delta.FileStats
+	statsRead := false
+	for j, k := range pr.keys {
+		if slices.Contains(pr.keyParts, j) {
+			v, err := pr.snap.PartitionValue(f, k.Name)
+			switch {
+			case err != nil:
+			case v == nil:
+				ranges[j].noneMatch = true
+			default:
+				ranges[j].lo, ranges[j].hi = v, v
+			}
+			continue
+		}
+		if !statsRead {
+			statsRead = true
+			if s, ok, err := pr.snap.Stats(f); err == nil && ok {
+				stats = s
+			}
+		}
+		if stats == nil {
+			continue
+		}
+		c, ok := stats.Column(k.Name)
+		if !ok {
+			continue
+		}
+		if c.NullCount != nil && stats.NumRecords != nil && *c.NullCount == *stats.NumRecords {
+			ranges[j].noneMatch = true
+			continue
+		}
+		ranges[j].lo, ranges[j].hi = c.Min, c.MaxUpperBound()
+	}
+	return pr.sorted.anyInRanges(ranges)
+}
+
+// mightHold is the commit's read predicate: the file may hold one of the batch's keys.
+func (pr *pruner) mightHold(f *delta.AddFile) bool { return pr.byPartition(f) && pr.byStats(f) }
+
+// fileMatch is one target file's matched rows: physical positions and the source row of each.
+type fileMatch struct {
+	file *delta.AddFile
+	pos  []int64
+	src  []int32
+}
+
+// plan is the outcome of pruning and key matching on one snapshot.
+type plan struct {
+	total, prunedPartition, prunedStats int
+	scanned                             []*delta.AddFile
+	touched                             []*fileMatch
+	matched                             []bool // per source row: matched a target row
+	rowsMatched                         int64
+}
+
+// planMatches prunes the snapshot's files and reads the key columns of the survivors to find the
+// matched rows. A target row matched by two source rows is an error naming the key.
+func planMatches(ctx context.Context, snap *delta.Snapshot, p *prepared, pr *pruner) (*plan, error) {
+	pl := &plan{matched: make([]bool, len(p.src.rows))}
+	for _, f := range snap.Files() {
+		pl.total++
+		switch {
+		case !pr.byPartition(f):
+			pl.prunedPartition++
+		case !pr.byStats(f):
+			pl.prunedStats++
+		default:
+			pl.scanned = append(pl.scanned, f)
+		}
+	}
+	results := make([]*fileMatch, len(pl.scanned))
+	errs := make([]error, len(pl.scanned))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, scanParallelism)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for n, f := range pl.scanned {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[n], errs[n] = matchFile(ctx, snap, f, p, pr)
+			if errs[n] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, m := range results {
+		if m == nil || len(m.pos) == 0 {
+			continue
+		}
+		pl.touched = append(pl.touched, m)
+		pl.rowsMatched += int64(len(m.pos))
+		for _, s := range m.src {
+			pl.matched[s] = true
+		}
+	}
+	return pl, nil
+}
+
+// matchFile reads only the key columns of one target file (partition keys come from the log) and
+// returns the positions whose key the batch holds.
+func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *prepared, pr *pruner) (*fileMatch, error) {
+	tuple := make(types.Struct, len(pr.keys))
+	idx := make([]int, len(pr.keys))
+	fileSchema := &types.StructType{}
+	var fromFile []int // key position of each file column
+	physical := snap.PhysicalSchema()
+	for j, k := range pr.keys {
+		idx[j] = j
+		if slices.Contains(pr.keyParts, j) {
+			v, err := snap.PartitionValue(f, k.Name)
+			if err != nil {
+				return nil, fmt.Errorf("data file %s: partition value of %s: %w", f.Path, k.Name, err)
+			}
+			tuple[j] = v
+			continue
+		}
+		fileSchema.Fields = append(fileSchema.Fields, physical.Fields[snap.Schema().FieldIndex(k.Name)])
+		fromFile = append(fromFile, j)
+	}
+	m := &fileMatch{file: f}
+	var dupErr error
+	visit := func(pos int64) {
+		k, ok := keyOf(tuple, idx)
+		if !ok {
+			return
+		}
+		srcs := p.byKey[k]
+		switch {
+		case len(srcs) == 0:
+			return
+		case len(srcs) > 1 && dupErr == nil:
+			dupErr = result.Refuse(result.ReasonBadFile, fmt.Errorf("%d source rows match the same target row (key %s, data file %s): deduplicate the batch, or give --order-by to keep the last row of each key",
+				len(srcs), describeKey(p.src.rows[srcs[0]], p.keyIdx, p.schema), f.Path))
+		}
+		m.pos = append(m.pos, pos)
+		m.src = append(m.src, srcs[0])
+	}
+	pf, closeFile, deleted, err := openData(ctx, snap, f)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFile()
+	if len(fileSchema.Fields) == 0 {
+		// Every key is a partition column: each live row of the file matches alike.
+		for pos := range pf.NumRows() {
+			if deleted == nil || !deleted.Contains(uint64(pos)) {
+				visit(pos)
+			}
+		}
+		return m, dupErr
+	}
+	if p.byLong != nil && len(fromFile) == 1 {
+		done, err := matchLongs(ctx, pf, fileSchema, deleted, p, m, visitSrcs(m, p, pr, f, &dupErr))
+		if err != nil {
+			return nil, fmt.Errorf("data file %s: %w", f.Path, err)
+		}
+		if done {
+			return m, dupErr
+		}
+	}
+	rows, err := pf.Rows(ctx, fileSchema, parquetio.ReadOptions{
+		MatchFieldIDs: snap.ColumnMappingMode() == delta.ColumnMappingID,
+		Deleted:       deleted,
+		WithRowIndex:  true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data file %s: %w", f.Path, err)
+	}
+	defer rows.Close()
+	for {
+		b, err := rows.Next()
+		if errors.Is(err, io.EOF) {
+			return m, dupErr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("data file %s: %w", f.Path, err)
+		}
+		for n, r := range b.Rows {
+			for c, j := range fromFile {
+				tuple[j] = r[c]
+			}
+			visit(b.RowIndexes[n])
+		}
+		if dupErr != nil {
+			return m, dupErr
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// visitSrcs records a match of the target row at pos with srcs, flagging a row matched twice.
+func visitSrcs(m *fileMatch, p *prepared, pr *pruner, f *delta.AddFile, dupErr *error) func(pos int64, srcs []int32) {
+	return func(pos int64, srcs []int32) {
+		if len(srcs) > 1 && *dupErr == nil {
+			*dupErr = result.Refuse(result.ReasonBadFile, fmt.Errorf("%d source rows match the same target row (key %s, data file %s): deduplicate the batch, or give --order-by to keep the last row of each key",
+				len(srcs), describeKey(p.src.rows[srcs[0]], p.keyIdx, p.schema), f.Path))
+		}
+		m.pos = append(m.pos, pos)
+		m.src = append(m.src, srcs[0])
+	}
+}
+
+// matchLongs is matchFile's fast path for one integer key column: the column is decoded as a vector
+// of longs and probed in byLong, with no row values or string keys built. done=false means the
+// columnar reader does not take the file's layout (the caller reads rows instead).
+func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructType, deleted *roaring64.Bitmap, p *prepared, m *fileMatch, visit func(int64, []int32)) (bool, error) {
+	cr, err := pf.Columns(ctx, schema, parquetio.ColumnOptions{})
+	if errors.Is(err, parquetio.ErrColumnsUnsupported) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer cr.Close()
+	var pos int64
+	for {
+		b, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		vec := b.Column(0)
+		for i := range b.Len() {
+			at := pos + int64(i)
+			if vec.IsNull(i) || (deleted != nil && deleted.Contains(uint64(at))) {
+				continue
+			}
+			if srcs := p.byLong[vec.Long(i)]; len(srcs) > 0 {
+				visit(at, srcs)
+			}
+		}
+		pos += int64(b.Len())
+	}
+}

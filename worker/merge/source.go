@@ -1,0 +1,165 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
+	"github.com/deltakeeper/deltakeeper/worker/ingest/source"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// Batch is the source of one merge: files of one store, read in order.
+type Batch struct {
+	Store storage.Store
+	Files []source.File
+}
+
+// ListBatch lists a source given as one file or a prefix (directory): a URI naming an object is
+// that file; otherwise every data file under it (hidden names skipped), in key order.
+func ListBatch(ctx context.Context, uri string, cfg storage.Config) (Batch, error) {
+	if b, ok := singleFile(ctx, uri, cfg); ok {
+		return b, nil
+	}
+	store, err := storage.Open(ctx, uri, cfg)
+	if err != nil {
+		return Batch{}, fmt.Errorf("source %s: %w", uri, err)
+	}
+	var files []source.File
+	for f, err := range source.New(store).List(ctx, "") {
+		if err != nil {
+			return Batch{}, err
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return Batch{}, fmt.Errorf("source %s holds no data files", uri)
+	}
+	return Batch{Store: store, Files: files}, nil
+}
+
+// singleFile opens uri's parent and takes uri as one object when it is one.
+func singleFile(ctx context.Context, uri string, cfg storage.Config) (Batch, bool) {
+	if strings.HasSuffix(uri, "/") {
+		return Batch{}, false
+	}
+	i := strings.LastIndexByte(uri, '/')
+	dir, name := ".", uri
+	if i >= 0 {
+		dir, name = uri[:i], uri[i+1:]
+		if dir == "" || strings.HasSuffix(dir, ":/") {
+			dir += "/"
+		}
+	}
+	if name == "" {
+		return Batch{}, false
+	}
+	ds, err := storage.Open(ctx, dir, cfg)
+	if err != nil {
+		return Batch{}, false
+	}
+	info, err := ds.Stat(ctx, name)
+	if err != nil {
+		return Batch{}, false
+	}
+	return Batch{Store: ds, Files: []source.File{{Key: name, Size: info.Size, ModTime: info.ModTime, ETag: info.ETag}}}, true
+}
+
+// srcRows is the batch read into the write schema: rows, and for each row which table columns its
+// file had (a target column the file lacks keeps the target's value on update).
+type srcRows struct {
+	rows    []types.Struct
+	fileOf  []int32  // file index of each row
+	present [][]bool // per file, per schema column
+	files   []string // URIs, for messages
+}
+
+// readBatch reads every row of the batch into schema. New columns come back as
+// *format.NewColumnsError (the caller evolves and reads again, or refuses).
+func readBatch(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options) (*srcRows, error) {
+	out := &srcRows{}
+	for fi, f := range b.Files {
+		uri := storage.URI(b.Store, f.Key)
+		out.files = append(out.files, uri)
+		present, err := columnsPresent(ctx, b.Store, f, uri, schema, fo)
+		if err != nil {
+			return nil, err
+		}
+		out.present = append(out.present, present)
+		rd, err := format.Open(ctx, b.Store, f, uri, schema, fo)
+		if err != nil {
+			return nil, err
+		}
+		for {
+			rows, err := rd.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				rd.Close()
+				return nil, err
+			}
+			for _, r := range rows {
+				out.rows = append(out.rows, r)
+				out.fileOf = append(out.fileOf, int32(fi))
+			}
+		}
+		if err := rd.Close(); err != nil {
+			return nil, fmt.Errorf("close source file %s: %w", uri, err)
+		}
+	}
+	return out, nil
+}
+
+// columnsPresent says which schema columns a source file carries: its own schema for Parquet, the
+// header or the sampled keys for CSV and JSON. Positional CSV (no header) carries them all.
+func columnsPresent(ctx context.Context, store storage.Store, f source.File, uri string, schema *types.StructType, fo *format.Options) ([]bool, error) {
+	present := make([]bool, len(schema.Fields))
+	if fo.Format == format.CSV && !fo.Header {
+		for i := range present {
+			present[i] = true
+		}
+		return present, nil
+	}
+	inferred, err := format.Infer(ctx, store, []source.File{f}, func(string) string { return uri }, fo)
+	if err != nil {
+		var bad *format.Error
+		if errors.As(err, &bad) && strings.Contains(bad.Err.Error(), "no columns found") {
+			return present, nil // an empty file: no rows, nothing to keep
+		}
+		return nil, err
+	}
+	for i, c := range schema.Fields {
+		for _, s := range inferred.Fields {
+			if strings.EqualFold(s.Name, c.Name) {
+				present[i] = true
+			}
+		}
+	}
+	return present, nil
+}
+
+// columnIndex finds a top-level column case-insensitively (-1 when absent).
+func columnIndex(schema *types.StructType, name string) int {
+	if i := schema.FieldIndex(name); i >= 0 {
+		return i
+	}
+	for i, f := range schema.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func columnNames(schema *types.StructType) string {
+	names := make([]string, len(schema.Fields))
+	for i, f := range schema.Fields {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}

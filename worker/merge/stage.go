@@ -1,0 +1,371 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+
+	"github.com/deltakeeper/deltakeeper/worker/delta"
+	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/table"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// staged is one attempt's staged transaction and the files it wrote.
+type staged struct {
+	tx          *delta.Transaction
+	snap, wsnap *delta.Snapshot
+	p           *prepared
+	width       int // columns of the write schema; source rows may carry source-only ones after them
+	del         *table.DeleteResult
+	aborts      []func(context.Context) error
+	inserts     *insertCache // the attempt's inserted files (kept for a re-plan when unchanged)
+}
+
+func (st *staged) abortKeepInserts(ctx context.Context) {
+	for _, a := range st.aborts {
+		_ = a(ctx)
+	}
+	if st.del != nil && st.del.Abort != nil {
+		_ = st.del.Abort(ctx)
+	}
+	st.aborts, st.del = nil, nil
+}
+
+func (st *staged) abort(ctx context.Context) {
+	st.abortKeepInserts(ctx)
+	if st.inserts != nil {
+		st.inserts.abort(ctx)
+	}
+}
+
+// insertCache holds the files of inserted rows of an attempt, reused by the next attempt when it
+// inserts exactly the same rows into the same schema (a re-plan after an OPTIMIZE, say).
+type insertCache struct {
+	fingerprint uint64
+	schema      string
+	adds        []*delta.AddFile
+	abortFn     func(context.Context) error
+}
+
+func (c *insertCache) abort(ctx context.Context) {
+	if c != nil && c.abortFn != nil {
+		_ = c.abortFn(ctx)
+		c.abortFn = nil
+	}
+}
+
+func fingerprint(rows []int32) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	for _, r := range rows {
+		b[0], b[1], b[2], b[3] = byte(r), byte(r>>8), byte(r>>16), byte(r>>24)
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+func (m *merger) writeOptions() table.WriteOptions {
+	w := m.o.Write
+	w.DataChange = true
+	return w
+}
+
+// stage builds the attempt's transaction for the mode and fills the report.
+func (m *merger) stage(ctx context.Context, st *staged) error {
+	p := st.p
+	rep := m.rep
+	*rep = result.Merge{Mode: rep.Mode, Version: -1, Attempts: rep.Attempts, SourceRows: rep.SourceRows,
+		SourceRowsDeduplicated: rep.SourceRowsDeduplicated, SchemaChanges: rep.SchemaChanges}
+	rep.FilesTotal = len(st.snap.Files())
+	var inserts []int32
+	insertable := func(n int) bool { return p.live[n] && !p.deleted[n] }
+	switch {
+	case m.o.Mode == Append:
+		for n := range p.src.rows {
+			if insertable(n) {
+				inserts = append(inserts, int32(n))
+			}
+		}
+	case m.o.Mode == TruncateInsert || (m.o.Mode == Overwrite && m.o.OverwriteScope == ScopeTable):
+		files := st.tx.ReadWholeTable()
+		m.removeWhole(st, files)
+		for n := range p.src.rows {
+			if insertable(n) {
+				inserts = append(inserts, int32(n))
+			}
+		}
+	case m.o.Mode == Overwrite:
+		if err := m.overwritePartitions(st); err != nil {
+			return err
+		}
+		for n := range p.src.rows {
+			if insertable(n) {
+				inserts = append(inserts, int32(n))
+			}
+		}
+	default:
+		var err error
+		if inserts, err = m.stageKeyed(ctx, st); err != nil {
+			return err
+		}
+	}
+	if err := m.stageInserts(ctx, st, inserts); err != nil {
+		return err
+	}
+	rep.RowsInserted = int64(len(inserts))
+	st.tx.SetMetric("numSourceRows", rep.SourceRows)
+	st.tx.SetMetric("numTargetRowsInserted", rep.RowsInserted)
+	st.tx.SetMetric("numTargetRowsUpdated", rep.RowsUpdated)
+	st.tx.SetMetric("numTargetRowsDeleted", rep.RowsDeleted)
+	st.tx.SetMetric("numTargetFilesAdded", int64(rep.FilesAdded))
+	st.tx.SetMetric("numTargetFilesRemoved", int64(rep.FilesRemoved))
+	return nil
+}
+
+// removeWhole removes every given file, counting their live rows as deleted.
+func (m *merger) removeWhole(st *staged, files []*delta.AddFile) {
+	st.tx.Remove(true, files...)
+	m.rep.FilesRemoved += len(files)
+	for _, f := range files {
+		if n, ok := delta.NumRecords(f.Stats); ok {
+			m.rep.RowsDeleted += n
+			if f.DeletionVector != nil {
+				m.rep.RowsDeleted -= f.DeletionVector.Cardinality
+			}
+		}
+	}
+}
+
+// overwritePartitions removes the files of the partitions the batch has rows in (dynamic
+// partition overwrite).
+func (m *merger) overwritePartitions(st *staged) error {
+	parts := st.wsnap.Metadata().PartitionColumns
+	if len(parts) == 0 {
+		return result.Refuse(result.ReasonBadArgument, fmt.Errorf("table %s is not partitioned: --overwrite-scope partitions needs partition columns; use --overwrite-scope table", m.tbl.Location()))
+	}
+	schema := st.wsnap.Schema()
+	idx := make([]int, len(parts))
+	for j, c := range parts {
+		idx[j] = schema.FieldIndex(c)
+	}
+	present := map[string]bool{}
+	var names []string
+	for n, r := range st.p.src.rows {
+		if !st.p.live[n] {
+			continue
+		}
+		var b []byte
+		for _, i := range idx {
+			b = append(b, valueKey(r[i])...)
+		}
+		if !present[string(b)] {
+			present[string(b)] = true
+			if len(names) < 5 {
+				names = append(names, describeKey(r, idx, schema))
+			}
+		}
+	}
+	var matchErr error
+	match := func(f *delta.AddFile) bool {
+		var b []byte
+		for _, c := range parts {
+			v, err := st.snap.PartitionValue(f, c)
+			if err != nil {
+				matchErr = err
+				return true
+			}
+			b = append(b, valueKey(v)...)
+		}
+		return present[string(b)]
+	}
+	files := st.tx.ReadWhere("partitions "+strings.Join(names, "; "), match)
+	if matchErr != nil {
+		return fmt.Errorf("table %s: partition values: %w", m.tbl.Location(), matchErr)
+	}
+	m.removeWhole(st, files)
+	return nil
+}
+
+// stageKeyed plans the keyed modes (upsert, update, delete): prunes, matches, removes the matched
+// rows through table.DeleteRows and writes the updated rows. It returns the rows to insert.
+func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
+	p, rep := st.p, m.rep
+	pr, err := newPruner(st.snap, p, m.o)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := planMatches(ctx, st.snap, p, pr)
+	if err != nil {
+		return nil, err
+	}
+	// The read set: every file that might hold a key (the scanned ones), and the key predicate,
+	// which a concurrent append of a possibly matching file violates even when blind.
+	st.tx.ReadKeysWhere(fmt.Sprintf("the %d distinct keys (%s) of the batch", len(pr.sorted.tuples), strings.Join(m.o.Keys, ", ")), pr.mightHold)
+	rep.FilesPrunedByPartition, rep.FilesPrunedByStats, rep.FilesScanned = pl.prunedPartition, pl.prunedStats, len(pl.scanned)
+	rep.FilesTouched, rep.RowsMatched = len(pl.touched), pl.rowsMatched
+	var deletes []table.FileDeletes
+	type update struct {
+		fm  *fileMatch
+		pos []int64
+		src []int32
+	}
+	var updates []update
+	for _, fm := range pl.touched {
+		bm := roaring64.New()
+		u := update{fm: fm}
+		for n, pos := range fm.pos {
+			bm.Add(uint64(pos))
+			s := fm.src[n]
+			if m.o.Mode == Delete || p.deleted[s] {
+				rep.RowsDeleted++
+				continue
+			}
+			u.pos, u.src = append(u.pos, pos), append(u.src, s)
+		}
+		deletes = append(deletes, table.FileDeletes{File: fm.file, Positions: bm})
+		if len(u.pos) > 0 {
+			updates = append(updates, u)
+		}
+	}
+	if len(deletes) > 0 {
+		res, err := table.DeleteRows(ctx, st.tx, deletes, m.writeOptions())
+		if err != nil {
+			return nil, err
+		}
+		st.del = res
+		rep.FilesRewritten, rep.DVsWritten = res.FilesRewritten, res.DVsWritten
+		rep.FilesRemoved += res.FilesRemoved + res.FilesRewritten
+		rep.FilesAdded += res.FilesAdded
+		rep.BytesWritten += res.BytesWritten
+	}
+	if len(updates) > 0 {
+		track, err := st.wsnap.RowTracking()
+		if err != nil {
+			return nil, err
+		}
+		rtCols, err := track.PreservedColumns()
+		if err != nil {
+			return nil, result.Refuse(result.ReasonUnsupportedFeature, fmt.Errorf("table %s: %w", m.tbl.Location(), err))
+		}
+		rtColumn := ""
+		if rtCols != nil {
+			rtColumn = rtCols.RowID
+		}
+		var rows []types.Struct
+		var ids []int64
+		// Full target rows, only of the touched files whose updated rows need them (a source file
+		// lacking a column, or row ids to keep), read scanParallelism files at a time.
+		targets := make([]map[int64]targetRow, len(updates))
+		errs := make([]error, len(updates))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, scanParallelism)
+		for n, u := range updates {
+			needTarget := rtColumn != ""
+			for _, s := range u.src {
+				if slices.Contains(p.src.present[p.src.fileOf[s]][:st.width], false) {
+					needTarget = true
+				}
+			}
+			if !needTarget {
+				continue
+			}
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				order := slices.Clone(u.pos)
+				slices.Sort(order)
+				targets[n], errs[n] = readTargetRows(ctx, st.snap, st.wsnap, u.fm.file, order, rtColumn)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		for un, u := range updates {
+			targets := targets[un]
+			for n, pos := range u.pos {
+				s := u.src[n]
+				row := p.src.rows[s][:st.width]
+				if tr, ok := targets[pos]; ok {
+					present := p.src.present[p.src.fileOf[s]]
+					merged := slices.Clone(row)
+					for i := range merged {
+						if !present[i] {
+							merged[i] = tr.row[i]
+						}
+					}
+					row = merged
+					ids = append(ids, tr.rowID)
+				}
+				rows = append(rows, row)
+			}
+		}
+		rep.RowsUpdated = int64(len(rows))
+		if err := m.writeUpdated(ctx, st, rows, ids, rtColumn != ""); err != nil {
+			return nil, err
+		}
+	}
+	var inserts []int32
+	if m.o.Mode == Upsert {
+		for n := range p.src.rows {
+			if p.live[n] && !p.deleted[n] && !pl.matched[n] {
+				inserts = append(inserts, int32(n))
+			}
+		}
+	}
+	return inserts, nil
+}
+
+// stageInserts writes the inserted rows into new files, or reuses the previous attempt's when it
+// inserted the same rows in the same schema.
+func (m *merger) stageInserts(ctx context.Context, st *staged, inserts []int32) error {
+	if len(inserts) == 0 {
+		if m.inserts != nil {
+			m.inserts.abort(ctx)
+			m.inserts = nil
+		}
+		return nil
+	}
+	fp := fingerprint(inserts)
+	schema := st.wsnap.Metadata().SchemaString
+	if c := m.inserts; c != nil && c.abortFn != nil && c.fingerprint == fp && c.schema == schema {
+		st.inserts = c
+	} else {
+		m.inserts.abort(ctx)
+		m.inserts = nil
+		w, err := table.NewWriter(ctx, st.wsnap, m.writeOptions())
+		if err != nil {
+			return err
+		}
+		rows := make([]types.Struct, len(inserts))
+		for i, n := range inserts {
+			rows[i] = st.p.src.rows[n][:st.width]
+		}
+		if err := w.Write(rows); err != nil {
+			_ = w.Abort(ctx)
+			return result.Refuse(result.ReasonBadFile, fmt.Errorf("insert rows: %w", err))
+		}
+		adds, err := w.Close()
+		if err != nil {
+			_ = w.Abort(ctx)
+			return err
+		}
+		st.inserts = &insertCache{fingerprint: fp, schema: schema, adds: adds, abortFn: w.Abort}
+		m.inserts = st.inserts
+	}
+	st.tx.Add(st.inserts.adds...)
+	m.rep.FilesAdded += len(st.inserts.adds)
+	for _, a := range st.inserts.adds {
+		m.rep.BytesWritten += a.Size
+	}
+	return nil
+}
