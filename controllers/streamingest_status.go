@@ -129,6 +129,11 @@ func applyIngestRun(st *deltav1.StreamIngestStatus, run *finishedRun, o outcome)
 				rec.FilesWritten[k] = int64(v)
 			}
 		}
+		if m := b.Merge; m != nil {
+			rec.Merge = &deltav1.BatchMerge{FilesTotal: int64(m.FilesTotal), FilesPrunedByPartition: int64(m.FilesPrunedByPartition),
+				FilesPrunedByStats: int64(m.FilesPrunedByStats), FilesScanned: int64(m.FilesScanned), FilesTouched: int64(m.FilesTouched),
+				RowsUpdated: m.RowsUpdated, RowsDeleted: m.RowsDeleted, RowsInserted: m.RowsInserted, Attempts: int32(m.Attempts)}
+		}
 		st.RecentBatches = upsertBatch(st.RecentBatches, rec)
 	}
 	if len(st.RecentBatches) > 0 {

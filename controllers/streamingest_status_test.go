@@ -64,12 +64,18 @@ func TestApplyIngestRun_FoldsBatchesOnceAndKeepsTheNewest(t *testing.T) {
 	for id := int64(0); id < 12; id++ {
 		in.Batches = append(in.Batches, result.IngestBatch{ID: id, Files: 2, Bytes: 100, Rows: 100, Version: 10 + id, Written: map[string]int{"day=1": 1}})
 	}
+	in.Batches[11].Merge = &result.Merge{Mode: "upsert", FilesTotal: 40, FilesPrunedByPartition: 30, FilesPrunedByStats: 6, FilesScanned: 4,
+		FilesTouched: 2, RowsUpdated: 70, RowsDeleted: 5, RowsInserted: 25, Attempts: 2}
 	run := ingestRun(ingestReport(result.Succeeded, "", in), time.Now())
 	o := classifyIngest(run, false)
 	applyIngestRun(st, run, o)
 	applyIngestRun(st, run, o) // a report folded twice (a lost status write) changes nothing but the counters of the lost write
 	if len(st.RecentBatches) != maxStreamBatches || st.RecentBatches[0].BatchID != 11 || st.RecentBatches[9].BatchID != 2 {
 		t.Fatalf("recent batches: %+v", st.RecentBatches)
+	}
+	if m := st.LastBatch.Merge; m == nil || m.FilesPrunedByPartition != 30 || m.FilesPrunedByStats != 6 || m.FilesScanned != 4 ||
+		m.RowsUpdated != 70 || m.RowsDeleted != 5 || m.RowsInserted != 25 || m.Attempts != 2 {
+		t.Errorf("merge figures of the last batch = %+v", st.LastBatch.Merge)
 	}
 	if *st.LastBatchID != 11 || *st.CommittedVersion != 21 || st.LastBatch.FilesWritten["day=1"] != 1 || st.ConsecutiveFailures != 0 {
 		t.Errorf("status = %+v", st)

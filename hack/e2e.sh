@@ -7,7 +7,8 @@
 #            `version` Job, pods reach the host's S3 server  (tests named neither TestMaintenance_* nor TestStream_*)
 #   phase B  the product scenario: a run-now OptimizePolicy compacts an S3 table (TestMaintenance_*)
 #   phase S  streams: append streams from CSV and NDJSON survive killed ingest pods while a policy clusters the
-#            table, and the host finds every row exactly once (TestStream_*)
+#            table, an upsert stream applies changes with deletes to another, and the host finds every row
+#            exactly once and the upserted table equal to its model (TestStream_*)
 #
 # Logs of every component, the manager, the S3 server and the test output go to bin/e2e-logs/.
 # Environment: DELTAKEEPER_E2E_PHASES ("A B S" by default; "A" runs only phase A), DELTAKEEPER_E2E_KEEP_CLUSTER=1

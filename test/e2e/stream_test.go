@@ -3,7 +3,7 @@
 package e2e
 
 // The streaming scenario: CSV and NDJSON files keep arriving under S3 prefixes while two append streams
-// feed one table; the CSV stream's ingest pod is deleted with --grace-period=0 --force in the middle of a
+// feed one table and an upsert stream applies change records with deletes to another (stream_upsert_test.go); the CSV stream's ingest pod is deleted with --grace-period=0 --force in the middle of a
 // batch (a batch planned in the stream's checkpoint and not yet marked committed), twice; an OptimizePolicy
 // clusters the same table meanwhile. At the end the host reads the table and finds every source row exactly
 // once, the backlogs at 0, no partition with 50 or more small files, and kubectl showing the batches.
@@ -44,7 +44,7 @@ const (
 	podKills          = 2
 )
 
-func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) {
+func TestStream_StreamsSurviveKilledPodsAlongsideClustering(t *testing.T) {
 	requireCommands(t, []string{"worker", "ingest"}, []string{"worker", "inspect"}, []string{"worker", "maintain"})
 	ctx := context.Background()
 	ns := newNamespace(t, "stream")
@@ -80,6 +80,33 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 	}
 	csvStream := newFileStream("csv-in", "csv", map[string]string{"header": "true"})
 
+	// The upsert stream: change records with deletes into another table, applied by key.
+	invPrefix := "stream-inventory-" + suffix
+	inv := s3DeltaTable(ns, "inventory", fmt.Sprintf("s3://%s/%s", cfg.s3.bucket, invPrefix), "lake-s3")
+	if err := k8sClient.Create(ctx, inv); err != nil {
+		t.Fatalf("creating DeltaTable: %v", err)
+	}
+	chg := newChanges(t, landing+"/changes")
+	chg.file(t)
+	upsert := &deltav1.StreamIngest{
+		ObjectMeta: metav1.ObjectMeta{Name: "inventory-upsert", Namespace: ns},
+		Spec: deltav1.StreamIngestSpec{
+			Source: deltav1.IngestSource{Files: &deltav1.FileSource{
+				Location: fmt.Sprintf("s3://%s/%s/changes/", cfg.s3.bucket, landing), Format: "json"}},
+			Target:                "inventory",
+			Trigger:               &deltav1.IngestTrigger{Interval: &metav1.Duration{Duration: 10 * time.Second}},
+			MaxFilesPerTrigger:    ptr.To[int32](2),
+			Mode:                  deltav1.IngestUpsert,
+			Keys:                  []string{"sku"},
+			DeleteConditionColumn: "deleted",
+			OrderBy:               "seq",
+			JobTemplate:           template,
+		},
+	}
+	if err := k8sClient.Create(ctx, upsert); err != nil {
+		t.Fatalf("creating StreamIngest %s: %v", upsert.Name, err)
+	}
+
 	// The first batch creates the table; then the json stream joins, the table declares clustering
 	// columns (a spec change: the inspect Job commits them) and a policy clusters it every minute.
 	waitForStream(t, csvStream, 4*time.Minute, "its first batch", func(st deltav1.StreamIngestStatus) bool {
@@ -92,6 +119,7 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 		for n := 0; n < maxBursts && (n < streamBursts || !killsDone.Load()); n++ {
 			time.Sleep(burstEvery)
 			src.burst(t)
+			chg.file(t)
 		}
 		writerDone <- time.Now()
 	}()
@@ -99,10 +127,17 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 	if err := k8sClient.Patch(ctx, tbl, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatalf("declaring clustering columns: %v", err)
 	}
+	// The upserted table is clustered by the same policy: merges and clustering commit side by side.
+	waitForStream(t, upsert, 4*time.Minute, "its first batch", func(st deltav1.StreamIngestStatus) bool {
+		return st.LastBatchID != nil
+	})
+	if err := k8sClient.Patch(ctx, inv, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"clusterBy":["sku"]}}`))); err != nil {
+		t.Fatalf("declaring clustering columns: %v", err)
+	}
 	policy := &deltav1.OptimizePolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster-events", Namespace: ns},
 		Spec: deltav1.OptimizePolicySpec{
-			Targets:     deltav1.PolicyTargets{TableNames: []string{"events"}},
+			Targets:     deltav1.PolicyTargets{TableNames: []string{"events", "inventory"}},
 			Schedule:    "* * * * *",
 			Triggers:    &deltav1.Triggers{MinSmallFiles: ptr.To[int32](1)},
 			JobTemplate: localImageJobTemplate(),
@@ -132,7 +167,7 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 		return len(st.RecentJobs) > 0 && st.RecentJobs[0].StartTime != nil && st.RecentJobs[0].StartTime.After(done) &&
 			stalled != nil && stalled.Reason == deltav1.ReasonCaughtUp && st.Backlog != nil && st.Backlog.Files == 0
 	}
-	for _, si := range []*deltav1.StreamIngest{csvStream, jsonStream} {
+	for _, si := range []*deltav1.StreamIngest{csvStream, jsonStream, upsert} {
 		st := waitForStream(t, si, 5*time.Minute, "caught up after the last file", caughtUp)
 		if !meta.IsStatusConditionTrue(st.Conditions, deltav1.ConditionReady) {
 			t.Errorf("stream %s caught up but not Ready: %+v", si.Name, st.Conditions)
@@ -140,9 +175,12 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 	}
 	run := waitForRun(t, tbl, deltav1.OperationCluster, 4*time.Minute)
 	t.Logf("clustering run while streaming: %s", describeRun(run))
+	run = waitForRun(t, inv, deltav1.OperationCluster, 4*time.Minute)
+	t.Logf("clustering run while upserting: %s", describeRun(run))
 
 	// The host reads the table: every row exactly once, and no partition piled up small files.
 	assertRowsExactlyOnce(t, tablePrefix, src.ids)
+	chg.assertEqualsModel(t, invPrefix)
 	for _, si := range []*deltav1.StreamIngest{csvStream, jsonStream} {
 		var got deltav1.StreamIngest
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(si), &got); err != nil {
@@ -156,7 +194,7 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 	t.Logf("$ kubectl get si -o wide\n%s", getSI)
 	describe := kubectl(t, "-n", ns, "describe", "si", "csv-in")
 	t.Logf("$ kubectl describe si csv-in\n%s", describe)
-	for _, want := range []string{"BATCH", "BACKLOG", "LAG", "csv-in", "json-in", "CaughtUp"} {
+	for _, want := range []string{"BATCH", "BACKLOG", "LAG", "csv-in", "json-in", "inventory-upsert", "Upsert", "CaughtUp"} {
 		if !strings.Contains(getSI, want) {
 			t.Errorf("kubectl get si does not show %q", want)
 		}
@@ -170,6 +208,14 @@ func TestStream_AppendStreamsSurviveKilledPodsAlongsideClustering(t *testing.T) 
 		return strings.Join(st.Streams, ",") == "csv-in,json-in"
 	})
 	t.Logf("table: %s", describeTableStatus(dt))
+	var up deltav1.StreamIngest
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(upsert), &up); err != nil {
+		t.Fatal(err)
+	}
+	if lb := up.Status.LastBatch; lb == nil || lb.Merge == nil || lb.Merge.RowsInserted+lb.Merge.RowsUpdated+lb.Merge.RowsDeleted == 0 {
+		t.Errorf("the upsert stream's last batch shows no merge figures: %+v", up.Status.LastBatch)
+	}
+	t.Logf("$ kubectl describe si inventory-upsert\n%s", kubectl(t, "-n", ns, "describe", "si", "inventory-upsert"))
 }
 
 // arrivals writes source files with unique ids and remembers every id.
