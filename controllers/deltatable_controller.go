@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -45,13 +46,44 @@ func (r *DeltaTableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&deltav1.DeltaTable{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobToTable)).
+		Watches(&deltav1.StreamIngest{}, handler.EnqueueRequestsFromMapFunc(streamToTable),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Complete(r)
+}
+
+// streamToTable maps a StreamIngest to its target table (status.streams); the target is immutable, so only
+// creations and deletions matter.
+func streamToTable(_ context.Context, obj client.Object) []reconcile.Request {
+	si, ok := obj.(*deltav1.StreamIngest)
+	if !ok || si.Spec.Target == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: si.Namespace, Name: si.Spec.Target}}}
+}
+
+// tableStreams names the StreamIngests that write to the table, sorted.
+func (r *DeltaTableReconciler) tableStreams(ctx context.Context, table *deltav1.DeltaTable) ([]string, error) {
+	var list deltav1.StreamIngestList
+	if err := r.List(ctx, &list, client.InNamespace(table.Namespace)); err != nil {
+		return nil, fmt.Errorf("list StreamIngests in %s: %w", table.Namespace, err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		if s.Spec.Target == table.Name && s.DeletionTimestamp == nil {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > 64 {
+		names = names[:64]
+	}
+	return names, nil
 }
 
 // jobToTable maps a worker Job to its DeltaTable.
 func jobToTable(_ context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetAnnotations()[deltav1.AnnotationTable]
-	if name == "" {
+	if name == "" || obj.GetLabels()[deltav1.LabelOperation] == string(JobIngest) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
@@ -144,6 +176,10 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		wake.in(plan.Due.Sub(now))
 	}
 	st.ActiveJob = view.ActiveJob
+
+	if st.Streams, err = r.tableStreams(ctx, &table); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	// 4. Prune old inspect Jobs whose results are recorded.
 	r.pruneInspectJobs(ctx, &table, jobs)

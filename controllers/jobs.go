@@ -53,7 +53,9 @@ type JobRequest struct {
 	Owner     metav1.Object
 	Table     *deltav1.DeltaTable
 	// Policy is the OptimizePolicy's name for maintenance Jobs.
-	Policy   string
+	Policy string
+	// Stream is the StreamIngest's name for ingest Jobs.
+	Stream   string
 	Template *deltav1.JobTemplate
 	// Args is the worker command after `worker`, e.g. ["inspect", "s3://b/t", "--quality"]; the output flags
 	// are appended by BuildJob.
@@ -64,7 +66,8 @@ type JobRequest struct {
 	SlotKey   string
 	Scheduled time.Time
 	Trigger   string
-	// Generation is the DeltaTable generation an inspect Job applies.
+	// Generation is the DeltaTable generation an inspect Job applies, or the StreamIngest generation an
+	// ingest Job runs.
 	Generation int64
 	// Image is the worker image used when the template names none.
 	Image string
@@ -93,8 +96,12 @@ func BuildJob(r *JobRequest) *batchv1.Job {
 	if r.Policy != "" {
 		annotations[deltav1.AnnotationPolicy] = r.Policy
 	}
-	if r.Kind == JobInspect {
+	if r.Kind == JobInspect || r.Kind == JobIngest {
 		annotations[deltav1.AnnotationGeneration] = strconv.FormatInt(r.Generation, 10)
+	}
+	if r.Stream != "" {
+		labels[deltav1.LabelStream] = LabelValue(r.Stream)
+		annotations[deltav1.AnnotationStream] = r.Stream
 	}
 
 	podLabels := maps.Clone(filterUserLabels(t.PodLabels))

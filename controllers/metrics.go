@@ -56,11 +56,48 @@ var (
 		Name: "deltakeeper_policy_next_schedule_timestamp_seconds",
 		Help: "Next schedule slot of an OptimizePolicy (absent while suspended or unscheduled).",
 	}, []string{"namespace", "name"})
+
+	ingestBatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "deltakeeper_ingest_batches_total",
+		Help: "Batches a StreamIngest committed, as its Jobs reported them.",
+	}, []string{"namespace", "name"})
+
+	ingestRows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "deltakeeper_ingest_rows_total",
+		Help: "Rows a StreamIngest's batches wrote.",
+	}, []string{"namespace", "name"})
+
+	ingestBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "deltakeeper_ingest_bytes_total",
+		Help: "Source bytes a StreamIngest's batches read.",
+	}, []string{"namespace", "name"})
+
+	ingestBacklogFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "deltakeeper_ingest_backlog_files",
+		Help: "Source files no batch has taken yet, as the stream's last Job saw them.",
+	}, []string{"namespace", "name"})
+
+	ingestBacklogBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "deltakeeper_ingest_backlog_bytes",
+		Help: "Bytes of the source files no batch has taken yet.",
+	}, []string{"namespace", "name"})
+
+	ingestOldestPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "deltakeeper_ingest_oldest_pending_age_seconds",
+		Help: "Age of the oldest source file no batch has taken yet (0 when caught up); alert when it grows.",
+	}, []string{"namespace", "name"})
+
+	ingestBatchDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "deltakeeper_ingest_batch_duration_seconds",
+		Help:    "Duration of a StreamIngest's batches: each Job's run time over its batches, observed once per batch.",
+		Buckets: prometheus.ExponentialBuckets(0.5, 2.5, 12), // 0.5s … about 2h
+	}, []string{"namespace", "name"})
 )
 
 func init() {
 	metrics.Registry.MustRegister(runsTotal, runDuration, lastSuccess, tableFiles, tableSmallFiles, tableBytes,
-		tableAvgDepth, tableSkipping, policyNextSchedule)
+		tableAvgDepth, tableSkipping, policyNextSchedule, ingestBatches, ingestRows, ingestBytes, ingestBacklogFiles,
+		ingestBacklogBytes, ingestOldestPending, ingestBatchDuration)
 }
 
 // observeRun counts a finished run that kind (DeltaTable, OptimizePolicy) started.
@@ -113,4 +150,53 @@ func setPolicyNext(namespace, name string, next *float64) {
 		return
 	}
 	policyNextSchedule.WithLabelValues(namespace, name).Set(*next)
+}
+
+// observeIngest counts a finished ingest Job's batches, rows and bytes.
+func observeIngest(si *deltav1.StreamIngest, run *finishedRun, _ outcome) {
+	if run.Result == nil || run.Result.Ingest == nil {
+		return
+	}
+	in := run.Result.Ingest
+	ns, name := si.Namespace, si.Name
+	ingestBatches.WithLabelValues(ns, name).Add(float64(in.NumBatches))
+	ingestRows.WithLabelValues(ns, name).Add(float64(in.Rows))
+	var bytes int64
+	for _, b := range in.Batches {
+		bytes += b.Bytes
+	}
+	ingestBytes.WithLabelValues(ns, name).Add(float64(bytes))
+	if in.NumBatches > 0 && run.Result.DurationMs > 0 {
+		per := float64(run.Result.DurationMs) / 1000 / float64(in.NumBatches)
+		for range in.NumBatches {
+			ingestBatchDuration.WithLabelValues(ns, name).Observe(per)
+		}
+	}
+}
+
+// setStreamGauges publishes a stream's backlog.
+func setStreamGauges(si *deltav1.StreamIngest) {
+	b := si.Status.Backlog
+	if b == nil {
+		return
+	}
+	ns, name := si.Namespace, si.Name
+	ingestBacklogFiles.WithLabelValues(ns, name).Set(float64(b.Files))
+	ingestBacklogBytes.WithLabelValues(ns, name).Set(float64(b.Bytes))
+	age := 0.0
+	if b.OldestPendingAge != nil {
+		age = b.OldestPendingAge.Seconds()
+	}
+	ingestOldestPending.WithLabelValues(ns, name).Set(age)
+}
+
+// forgetStream drops a deleted stream's series.
+func forgetStream(namespace, name string) {
+	for _, g := range []*prometheus.GaugeVec{ingestBacklogFiles, ingestBacklogBytes, ingestOldestPending} {
+		g.DeleteLabelValues(namespace, name)
+	}
+	for _, c := range []*prometheus.CounterVec{ingestBatches, ingestRows, ingestBytes} {
+		c.DeleteLabelValues(namespace, name)
+	}
+	ingestBatchDuration.DeleteLabelValues(namespace, name)
 }

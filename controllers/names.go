@@ -13,10 +13,13 @@ import (
 // JobKind is what a worker Job does; it is the deltakeeper.io/operation label and the middle of Job names.
 type JobKind string
 
-// Job kinds. An ingest kind will join them when the worker gains an ingest command.
+// Job kinds.
 const (
 	JobInspect  JobKind = "inspect"
 	JobMaintain JobKind = "maintain"
+	// JobIngest Jobs run a StreamIngest's batches. They carry the table label (people select a table's
+	// Jobs with it) but stay outside the table's lock and the DeltaTable's run history: see tableJobs.
+	JobIngest JobKind = "ingest"
 )
 
 // Values of the app.kubernetes.io labels on everything deltakeeper creates. app.kubernetes.io/instance is

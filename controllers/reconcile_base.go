@@ -33,7 +33,10 @@ type reconcilerBase struct {
 	WorkerImage string
 }
 
-// tableJobs lists the worker Jobs on a table, from any owner, from the cache.
+// tableJobs lists the maintenance and inspect Jobs on a table, from any owner, from the cache. Ingest Jobs
+// are left out: appends never conflict with compaction, clustering or vacuum (the worker retries the
+// conflicts keyed modes can meet), so a stream neither waits for the table's lock nor holds it, and its
+// Jobs are the StreamIngest's history, not the table's.
 func (r *reconcilerBase) tableJobs(ctx context.Context, namespace, table string) ([]batchv1.Job, error) {
 	var list batchv1.JobList
 	if err := r.List(ctx, &list, client.InNamespace(namespace),
@@ -42,6 +45,9 @@ func (r *reconcilerBase) tableJobs(ctx context.Context, namespace, table string)
 	}
 	jobs := list.Items[:0]
 	for _, j := range list.Items {
+		if j.Labels[deltav1.LabelOperation] == string(JobIngest) {
+			continue
+		}
 		if j.Annotations[deltav1.AnnotationTable] == table { // long names share a hashed label value only in theory
 			jobs = append(jobs, j)
 		}

@@ -3,9 +3,12 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,26 +20,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
-	"github.com/deltakeeper/deltakeeper/internal/version"
 )
 
-// StreamIngestReconciler validates StreamIngests and reports, truthfully, that this release has no ingest
-// worker: Ready=False and Progressing=False with reason IngestNotAvailable, and no Jobs. It reports no
-// progress it did not make.
+// StreamIngestReconciler keeps a table fed: at most one ingest Job per stream at a time, each running
+// `deltakeeper worker ingest` for a bounded time and exiting with its JSON result, which the reconciler
+// folds into the status. Short Jobs are the progress mechanism: the manager never reads table data, the
+// worker needs no API access, and a committed batch shows in status when its Job ends, within about half
+// the trigger interval (ingestBudget). Exactly-once is the worker's: a killed Job's batch is finished or
+// replayed by the next one.
 //
-// When the worker gains `deltakeeper worker ingest`, ingestPlan becomes the place that decides the next batch
-// and starts its Job with BuildJob and startJob (under the target table's lock), and the status gains the
-// batch results through readRun, as the DeltaTable reconciler does for inspect Jobs.
+// Ingest Jobs take no table lock (see tableJobs): appends never conflict with maintenance, and the
+// worker retries the conflicts the keyed modes can meet.
 type StreamIngestReconciler struct {
 	reconcilerBase
 }
 
-// SetupWithManager watches StreamIngests and the DeltaTables they name (a target that appears or goes
-// changes the verdict).
+// SetupWithManager watches StreamIngests (spec changes), their ingest Jobs, and the DeltaTables they name (a
+// target that appears or goes changes the verdict).
 func (r *StreamIngestReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("streamingest").
-		For(&deltav1.StreamIngest{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&deltav1.StreamIngest{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&batchv1.Job{}).
 		Watches(&deltav1.DeltaTable{}, handler.EnqueueRequestsFromMapFunc(r.tableToStreams),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Complete(r)
@@ -58,53 +64,253 @@ func (r *StreamIngestReconciler) tableToStreams(ctx context.Context, obj client.
 	return reqs
 }
 
-// Reconcile validates the stream and writes its conditions once.
+// streamView is what a pass saw that the conditions report besides the last outcome.
+type streamView struct {
+	TargetMissing string // message when the target DeltaTable does not exist
+	Unavailable   string // message when the source kind cannot be ingested
+	SpecError     string // message when the spec cannot be turned into a Job
+	ActiveJob     string
+	Stuck         string // why the active Job's pod cannot start
+	Next          time.Time
+}
+
+// Reconcile folds the stream's finished Jobs into its status, starts the next Job when it is due, writes
+// the status once, then emits events and metrics.
 func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
 	var si deltav1.StreamIngest
 	if err := r.Get(ctx, req.NamespacedName, &si); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			forgetStream(req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get StreamIngest %s: %w", req.NamespacedName, err)
 	}
-	st := si.Status.DeepCopy()
-	conds := conditionSetter{conds: &st.Conditions, generation: si.Generation, now: r.Clock.Now()}
-	reason, msg, err := r.ingestPlan(ctx, &si)
+	now := r.Clock.Now()
+	jobs, err := r.streamJobs(ctx, &si)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var evq eventQueue
-	if old := apimeta.FindStatusCondition(si.Status.Conditions, deltav1.ConditionReady); old == nil || old.Reason != reason || old.Message != msg {
-		evq.warning(reason, actionValidate, nil, msg)
+	pods, err := r.podsByJob(ctx, si.Namespace, client.MatchingLabels{deltav1.LabelStream: LabelValue(si.Name)})
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	conds.set(deltav1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	conds.set(deltav1.ConditionProgressing, metav1.ConditionFalse, reason, msg)
+	st := si.Status.DeepCopy()
+	conds := conditionSetter{conds: &st.Conditions, generation: si.Generation, now: now}
+	var evq eventQueue
+	var wake wakeup
+	var view streamView
+
+	// 1. Fold finished Jobs, oldest first.
+	var added []*finishedRun
+	st.RecentJobs, added = foldFinishedJobs(st.RecentJobs, jobs, pods, now, maxStreamJobs, &wake)
+	outcomes := make([]outcome, len(added))
+	for i, run := range added {
+		o := classifyIngest(run, run.Job.Annotations[deltav1.AnnotationTrigger] == ingestTriggerAvailableNow)
+		outcomes[i] = o
+		applyIngestRun(st, run, o)
+		setOutcome(conds, o, run.Generation)
+		queueIngestEvents(&evq, run, o)
+	}
+
+	// 2. The live Job, if any. The status names the Job it started; a Job the cache does not show yet is
+	// looked up directly, so that a stale cache never lets a second Job start.
+	active := oldestLive(jobs)
+	if active == nil && st.ActiveJob != "" && !slices.ContainsFunc(jobs, func(j batchv1.Job) bool { return j.Name == st.ActiveJob }) {
+		var j batchv1.Job
+		err := r.Lock.Reader.Get(ctx, types.NamespacedName{Namespace: si.Namespace, Name: st.ActiveJob}, &j)
+		switch {
+		case err == nil && isLive(&j):
+			active = &j
+		case err == nil:
+			wake.in(requeueSoon) // finished: the cache will show it, and it is folded then
+			active = &j
+		case apierrors.IsNotFound(err):
+			// Recorded as a failed run, so that the next Job backs off from it like from any failure.
+			log.Info("The stream's ingest Job is gone before its result was read", "job", st.ActiveJob)
+			msg := "ingest Job " + st.ActiveJob + " was deleted before it reported; the next Job resumes the stream"
+			st.RecentJobs = append(st.RecentJobs, deltav1.RunRecord{JobName: st.ActiveJob, Table: si.Spec.Target,
+				Operations: []deltav1.Operation{deltav1.OperationIngest}, Result: deltav1.RunFailed, Reason: deltav1.ReasonJobFailed,
+				Message: msg, CompletionTime: &metav1.Time{Time: now}})
+			sortRecords(st.RecentJobs)
+			st.RecentJobs = st.RecentJobs[:min(len(st.RecentJobs), maxStreamJobs)]
+			st.ConsecutiveFailures++
+			conds.set(deltav1.ConditionStalled, metav1.ConditionFalse, deltav1.ReasonJobFailed, msg)
+			evq.warning(EventJobFailed, actionRecord, nil, msg)
+		default:
+			return ctrl.Result{}, fmt.Errorf("get ingest Job %s/%s: %w", si.Namespace, st.ActiveJob, err)
+		}
+	}
+	st.ActiveJob = ""
+	if active != nil {
+		st.ActiveJob = active.Name
+		view.ActiveJob = active.Name
+		view.Stuck = stuckPod(pods[active.Name])
+		wake.in(requeueActiveJob)
+	}
+
+	// 3. Start the next Job when it is due.
+	table, err := r.target(ctx, &si, &view)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	st.NextJobTime = nil
+	if table != nil && view.Unavailable == "" && !si.Spec.Suspend && active == nil {
+		due, trigger, done := nextIngestJob(&si, st, now)
+		switch {
+		case done:
+		case due.After(now):
+			st.NextJobTime = &metav1.Time{Time: due}
+			view.Next = due
+			wake.in(due.Sub(now))
+		default:
+			job, err := r.startIngest(ctx, &si, table, st, jobs, trigger, due)
+			switch {
+			case isSpecError(err):
+				view.SpecError = sanitize(err.Error(), 1024)
+				conds.set(deltav1.ConditionStalled, metav1.ConditionTrue, deltav1.ReasonInvalidSpec, view.SpecError)
+				evq.warning(EventInvalidSpec, actionCreateJob, nil, view.SpecError)
+			case err != nil && isAlreadyExists(err):
+				wake.in(requeueSoon)
+			case err != nil:
+				return ctrl.Result{}, err
+			case job != nil:
+				st.ActiveJob, view.ActiveJob = job.Name, job.Name
+				if trigger != ingestTriggerInterval && trigger != ingestTriggerBacklog {
+					evq.normal(EventJobStarted, actionCreateJob, job, fmt.Sprintf("Started ingest Job %s (%s)", job.Name, trigger))
+				}
+				log.Info("Started ingest Job", "job", job.Name, "trigger", trigger)
+				wake.in(requeueActiveJob)
+			default:
+				wake.in(requeueSoon)
+			}
+		}
+	}
+
+	// 4. Prune old finished Jobs whose results the persisted status holds.
+	r.pruneIngestJobs(ctx, &si, jobs)
+
+	// 5. One status write, then events and metrics.
+	setStreamConditions(&si, st, conds, view)
 	st.ObservedGeneration = si.Generation
 	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &si, &si.Status, st, evq); stop {
 		return res, err
 	}
-	return ctrl.Result{}, nil
+	for i, run := range added {
+		observeRun("StreamIngest", si.Namespace, run)
+		observeIngest(&si, run, outcomes[i])
+	}
+	setStreamGauges(&si)
+	if view.SpecError != "" {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", view.SpecError))
+	}
+	return wake.result(), nil
 }
 
-// ingestPlan decides what the stream does now: the reason and message of its conditions. The spec's shape
-// is enforced by the API (CEL); what remains is whether the tables it names exist, and that this release
-// cannot ingest.
-func (r *StreamIngestReconciler) ingestPlan(ctx context.Context, si *deltav1.StreamIngest) (reason, msg string, err error) {
+// streamJobs lists the stream's own ingest Jobs (not those of a deleted predecessor with the same name).
+func (r *StreamIngestReconciler) streamJobs(ctx context.Context, si *deltav1.StreamIngest) ([]batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := r.List(ctx, &list, client.InNamespace(si.Namespace),
+		client.MatchingLabels{deltav1.LabelStream: LabelValue(si.Name), deltav1.LabelOperation: string(JobIngest)}); err != nil {
+		return nil, fmt.Errorf("list ingest Jobs of %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	return slices.DeleteFunc(list.Items, func(j batchv1.Job) bool {
+		ref := metav1.GetControllerOf(&j)
+		return ref == nil || ref.UID != si.UID
+	}), nil
+}
+
+// target reads the stream's DeltaTable; nil (view says why) when the stream cannot run.
+func (r *StreamIngestReconciler) target(ctx context.Context, si *deltav1.StreamIngest, view *streamView) (*deltav1.DeltaTable, error) {
 	names := []string{si.Spec.Target}
 	if src := si.Spec.Source.DeltaTable; src != nil {
 		names = append(names, src.Name)
 	}
+	var table *deltav1.DeltaTable
 	for _, name := range names {
 		var t deltav1.DeltaTable
 		err := r.Get(ctx, types.NamespacedName{Namespace: si.Namespace, Name: name}, &t)
 		if apierrors.IsNotFound(err) {
-			return deltav1.ReasonTargetNotFound, fmt.Sprintf("DeltaTable %q does not exist in namespace %s", name, si.Namespace), nil
+			view.TargetMissing = fmt.Sprintf("DeltaTable %q does not exist in namespace %s", name, si.Namespace)
+			return nil, nil
 		}
 		if err != nil {
-			return "", "", fmt.Errorf("get DeltaTable %s/%s: %w", si.Namespace, name, err)
+			return nil, fmt.Errorf("get DeltaTable %s/%s: %w", si.Namespace, name, err)
+		}
+		if table == nil {
+			table = &t
 		}
 	}
-	if si.Spec.Suspend {
-		return deltav1.ReasonSuspended, "suspended; note that ingest is not available in this release", nil
+	if si.Spec.Source.DeltaTable != nil {
+		view.Unavailable = "ingesting another DeltaTable's changes (source.deltaTable) is not available in this release; " +
+			"no batches run and nothing is written to DeltaTable " + si.Spec.Target + "; ingest files with source.files"
 	}
-	return deltav1.ReasonIngestNotAvailable, fmt.Sprintf("ingest is not available in this release (deltakeeper %s has no ingest worker): "+
-		"no batches run and nothing is written to DeltaTable %s; the stream will start when an upgraded operator supports it",
-		version.Version, si.Spec.Target), nil
+	return table, nil
+}
+
+// startIngest creates the stream's next Job, named after the count of Jobs started, so that a retried pass
+// meets the Job it created instead of starting another. It returns nil without error when that Job exists
+// already (finished: a status write was lost; the count moves on).
+func (r *StreamIngestReconciler) startIngest(ctx context.Context, si *deltav1.StreamIngest, table *deltav1.DeltaTable,
+	st *deltav1.StreamIngestStatus, jobs []batchv1.Job, trigger string, due time.Time) (*batchv1.Job, error) {
+	args, err := ingestArgs(si, table)
+	if err != nil {
+		return nil, specError{err}
+	}
+	template := si.Spec.JobTemplate
+	if template == nil {
+		template = table.Spec.JobTemplate // the table's pods settings (image, service account, node placement)
+	}
+	req := &JobRequest{
+		Kind: JobIngest, OwnerKind: "StreamIngest", Owner: si, Table: table, Stream: si.Name, Template: template,
+		Args: args, Operations: []deltav1.Operation{deltav1.OperationIngest}, SlotKey: "job/" + strconv.FormatInt(st.JobsStarted, 10),
+		Scheduled: due, Trigger: trigger, Generation: si.Generation, Image: r.WorkerImage,
+	}
+	name := req.Name()
+	if slices.ContainsFunc(jobs, func(j batchv1.Job) bool { return j.Name == name }) {
+		st.JobsStarted++
+		return nil, nil
+	}
+	job := BuildJob(req)
+	if err := r.Create(ctx, job); err != nil {
+		if apierrors.IsInvalid(err) {
+			return nil, specError{fmt.Errorf("the API server rejected the ingest Job built from this spec (check jobTemplate): %w", err)}
+		}
+		return nil, fmt.Errorf("create Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	st.JobsStarted++
+	return job, nil
+}
+
+// pruneIngestJobs deletes the stream's finished Jobs beyond the newest keepIngestJobs once the persisted
+// status records them (so no result is lost). Failures are retried next pass.
+func (r *StreamIngestReconciler) pruneIngestJobs(ctx context.Context, si *deltav1.StreamIngest, jobs []batchv1.Job) {
+	var done []*batchv1.Job
+	for i := range jobs {
+		if !isLive(&jobs[i]) {
+			done = append(done, &jobs[i])
+		}
+	}
+	if len(done) <= keepIngestJobs {
+		return
+	}
+	slices.SortFunc(done, func(a, b *batchv1.Job) int { return b.CreationTimestamp.Compare(a.CreationTimestamp.Time) })
+	recorded := map[string]bool{}
+	for _, rec := range si.Status.RecentJobs {
+		recorded[rec.JobName] = true
+	}
+	oldest := time.Time{}
+	if n := len(si.Status.RecentJobs); n > 0 {
+		oldest = si.Status.RecentJobs[n-1].When()
+	}
+	for _, j := range done[keepIngestJobs:] {
+		_, _, cond := jobFinished(j)
+		// Recorded, or older than everything recorded (pushed out of the history after being recorded).
+		if !recorded[j.Name] && (cond == nil || len(si.Status.RecentJobs) < maxStreamJobs || cond.LastTransitionTime.After(oldest)) {
+			continue
+		}
+		if err := client.IgnoreNotFound(r.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground))); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to delete an old ingest Job", "job", j.Name)
+		}
+	}
 }

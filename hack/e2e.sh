@@ -4,12 +4,16 @@
 # under test/e2e (build tag e2e), then tear it all down, also on failure.
 #
 #   phase A  the installation: manager Available under restricted Pod Security, leader Lease, the image runs a
-#            `version` Job, pods reach the host's S3 server            (tests not named TestMaintenance_*)
+#            `version` Job, pods reach the host's S3 server (tests not named TestMaintenance_*, TestCloud_*,
+#            TestStream_*)
 #   phase B  the product scenario: a run-now OptimizePolicy compacts an S3 table (TestMaintenance_*)
 #   phase C  Azure and GCS tables on Azurite and fake-gcs-server, which the tests start on the bridge (TestCloud_*)
+#   phase S  streams: append streams from CSV and NDJSON survive killed ingest pods while a policy clusters the
+#            table, an upsert stream applies changes with deletes to another, and the host finds every row
+#            exactly once and the upserted table equal to its model (TestStream_*)
 #
 # Logs of every component, the manager, the S3 server and the test output go to bin/e2e-logs/.
-# Environment: DELTAKEEPER_E2E_PHASES ("A B" by default; "A" runs only phase A), DELTAKEEPER_E2E_KEEP_CLUSTER=1
+# Environment: DELTAKEEPER_E2E_PHASES ("A B C S" by default; "A" runs only phase A), DELTAKEEPER_E2E_KEEP_CLUSTER=1
 # (leave the cluster and S3 server running afterwards for debugging), DELTAKEEPER_E2E_RUN (a -run regexp to
 # narrow the tests), DELTAKEEPER_DEMO=1 (run hack/demo-scenario.sh instead of the tests: `make demo`), and
 # cluster-up.sh's variables (DELTAKEEPER_CLUSTER_DIR, ...). Needs root.
@@ -23,7 +27,7 @@ cd "$DK_ROOT"
 IMAGE=deltakeeper.local/deltakeeper:e2e
 PROBE_IMAGE=deltakeeper.local/e2e-probe:e2e
 LOGDIR=$DK_ROOT/bin/e2e-logs
-PHASES=${DELTAKEEPER_E2E_PHASES:-A B C}
+PHASES=${DELTAKEEPER_E2E_PHASES:-A B C S}
 KEEP=${DELTAKEEPER_E2E_KEEP_CLUSTER:-0}
 MANAGER_NS=deltakeeper-system
 MANAGER=deployment/deltakeeper-manager
@@ -169,13 +173,17 @@ run_phase() {   # run_phase NAME GO_TEST_SELECTION...
 }
 for phase in $PHASES; do
   case $phase in
-    A) run_phase A -skip '^Test(Maintenance|Cloud)_' ;;
+    A) run_phase A -skip '^Test(Maintenance|Cloud|Stream)_' ;;
     B) run_phase B -run '^TestMaintenance_' ;;
     C) run_phase C -run '^TestCloud_' ;;
-    *) dk_die "unknown phase $phase in DELTAKEEPER_E2E_PHASES (A, B, C)" ;;
+    S) run_phase S -run '^TestStream_' ;;
+    *) dk_die "unknown phase $phase in DELTAKEEPER_E2E_PHASES (A, B, C, S)" ;;
   esac
 done
 if ((${#failed[@]})); then
+  if [[ " ${failed[*]} " == *" S "* ]]; then
+    echo "e2e: phase S needs \`deltakeeper worker ingest\` (see test/e2e/stream_test.go)" >&2
+  fi
   if [[ " ${failed[*]} " == *" B "* ]]; then
     echo "e2e: phase B needs \`deltakeeper worker inspect\`, \`deltakeeper worker maintain\` and \`deltakeeper demo-data\` (see test/e2e/maintenance_test.go)" >&2
   fi

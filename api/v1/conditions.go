@@ -17,8 +17,11 @@ const (
 	// ConditionLastRunSucceeded (OptimizePolicy) reflects the policy's last finished run.
 	ConditionLastRunSucceeded = "LastRunSucceeded"
 
-	// ConditionProgressing (StreamIngest) is True while batches are being committed.
+	// ConditionProgressing (StreamIngest) is True while the stream has work and its Jobs commit batches.
 	ConditionProgressing = "Progressing"
+	// ConditionStalled (StreamIngest) is True when the stream stopped until someone acts: a bad file, new
+	// columns under failOnNewColumns, a refusal. kstatus and Argo CD read it as failed.
+	ConditionStalled = "Stalled"
 )
 
 // Condition and RunRecord reasons, all of them: the reconcilers define none of their own. They are CamelCase, stable, and meant for alerting rules and automation; messages carry
@@ -78,4 +81,14 @@ const (
 	ReasonBatchCommitted = "BatchCommitted"
 	// ReasonCompleted: an availableNow stream processed everything.
 	ReasonCompleted = "Completed"
+	// ReasonCaughtUp: the stream's last Job left no backlog; it waits for new files.
+	ReasonCaughtUp = "CaughtUp"
+	// ReasonSourceUnreachable: the stream's last Job could not read the source or write the table (network,
+	// credentials, permissions); the next Job retries after a backoff.
+	ReasonSourceUnreachable = "SourceUnreachable"
+	// ReasonBadFile: a bad source file stopped the stream (onBadFile: fail); nothing of its batch committed.
+	ReasonBadFile = "BadFile"
+	// ReasonSchemaChangeNeeded: the source has columns the table lacks and schemaEvolution is
+	// failOnNewColumns.
+	ReasonSchemaChangeNeeded = "SchemaChangeNeeded"
 )

@@ -281,6 +281,13 @@ type DeltaTableStatus struct {
 	// +optional
 	LastInspectedTime *metav1.Time `json:"lastInspectedTime,omitempty"`
 
+	// Streams are the StreamIngests (same namespace) that write to this table.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +listType=atomic
+	Streams []string `json:"streams,omitempty"`
+
 	// ActiveJob is the maintenance Job currently holding this table's lock, if any.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63

@@ -11,15 +11,19 @@ const (
 	// LabelTable is the DeltaTable a worker Job works on. Names longer than a label value allows are
 	// shortened with a hash (see controllers.LabelValue); AnnotationTable always holds the full name.
 	LabelTable = "deltakeeper.io/table"
-	// LabelOperation is the kind of worker Job: inspect or maintain.
+	// LabelOperation is the kind of worker Job: inspect, maintain or ingest.
 	LabelOperation = "deltakeeper.io/operation"
 	// LabelPolicy is the OptimizePolicy that started a maintenance Job.
 	LabelPolicy = "deltakeeper.io/policy"
+	// LabelStream is the StreamIngest that started an ingest Job.
+	LabelStream = "deltakeeper.io/stream"
 
 	// AnnotationTable is the full DeltaTable name of a worker Job and its pods.
 	AnnotationTable = "deltakeeper.io/table-name"
 	// AnnotationPolicy is the full OptimizePolicy name of a maintenance Job.
 	AnnotationPolicy = "deltakeeper.io/policy-name"
+	// AnnotationStream is the full StreamIngest name of an ingest Job.
+	AnnotationStream = "deltakeeper.io/stream-name"
 	// AnnotationScheduledTime is the schedule slot (or request time) a Job belongs to, RFC 3339.
 	AnnotationScheduledTime = "deltakeeper.io/scheduled-time"
 	// AnnotationTrigger is why the Job was started: Schedule, RunNow, a crossed trigger, SpecChanged, ….

@@ -8,9 +8,15 @@ import (
 // StreamIngestSpec describes continuous ingestion of new data into a DeltaTable. Every batch commits
 // exactly once: the batch id is recorded in the table with a Delta txn action, so a retried batch is
 // recognised and never applied twice.
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Upsert' || (has(self.upsert) && size(self.upsert.keys) > 0)",message="mode Upsert needs upsert.keys: the columns that identify a row"
-// +kubebuilder:validation:XValidation:rule="self.mode == 'Upsert' || !has(self.upsert)",message="upsert applies only to mode Upsert"
+// +kubebuilder:validation:XValidation:rule="!(self.mode in ['Upsert', 'Update', 'Delete']) || (has(self.keys) && size(self.keys) > 0)",message="modes Upsert, Update and Delete need keys: the columns that identify a row, e.g. keys: [order_id]"
+// +kubebuilder:validation:XValidation:rule="!has(self.keys) || self.mode in ['Upsert', 'Update', 'Delete']",message="keys apply only to modes Upsert, Update and Delete; Append, Overwrite and TruncateInsert write rows without matching them, so remove keys or set mode"
+// +kubebuilder:validation:XValidation:rule="!has(self.deleteConditionColumn) || self.mode == 'Upsert'",message="deleteConditionColumn applies only to mode Upsert (mode Delete deletes every row whose keys match); remove it or set mode: Upsert"
+// +kubebuilder:validation:XValidation:rule="!has(self.orderBy) || self.mode in ['Upsert', 'Update', 'Delete']",message="orderBy applies only to modes Upsert, Update and Delete, where it picks the latest of a batch's rows with equal keys"
+// +kubebuilder:validation:XValidation:rule="!has(self.overwriteScope) || self.mode == 'Overwrite'",message="overwriteScope applies only to mode Overwrite; remove it or set mode: Overwrite"
+// +kubebuilder:validation:XValidation:rule="!has(self.partitionPruning) || self.mode in ['Upsert', 'Update', 'Delete']",message="partitionPruning applies only to modes Upsert, Update and Delete, which read target files to match keys"
 // +kubebuilder:validation:XValidation:rule="!has(self.mergeSchema) || !self.mergeSchema || !has(self.schemaEvolution) || self.schemaEvolution == 'addNewColumns'",message="mergeSchema: true means schemaEvolution addNewColumns; set only one of them"
+// +kubebuilder:validation:XValidation:rule="!has(self.schemaEvolution) || self.schemaEvolution != 'rescue' || self.mode == 'Append'",message="schemaEvolution rescue is for mode Append; with an update method use addNewColumns, failOnNewColumns or none"
+// +kubebuilder:validation:XValidation:rule="has(self.checkpointLocation) == has(oldSelf.checkpointLocation) && (!has(self.checkpointLocation) || self.checkpointLocation == oldSelf.checkpointLocation)",message="checkpointLocation is immutable: it holds the stream's progress; create a new StreamIngest to start over elsewhere"
 type StreamIngestSpec struct {
 	// Source of new data.
 	Source IngestSource `json:"source"`
@@ -40,15 +46,43 @@ type StreamIngestSpec struct {
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="maxBytesPerTrigger must be positive, e.g. 10Gi"
 	MaxBytesPerTrigger *resource.Quantity `json:"maxBytesPerTrigger,omitempty"`
 
-	// Mode is Append (blind appends) or Upsert (merge on keys).
+	// Mode is how each batch is written: Append (blind appends, the default), Upsert (update the rows whose
+	// keys match, insert the others; rows with deleteConditionColumn true delete), Update (update matching
+	// rows only), Delete (delete the rows whose keys match), Overwrite (the batch replaces the table, or the
+	// partitions it holds with overwriteScope: Partitions), TruncateInsert (the batch replaces every row).
 	// +optional
 	// +kubebuilder:default=Append
-	// +kubebuilder:validation:Enum=Append;Upsert
+	// +kubebuilder:validation:Enum=Append;Upsert;Update;Delete;Overwrite;TruncateInsert
 	Mode IngestMode `json:"mode,omitempty"`
 
-	// Upsert configures merging for mode Upsert.
+	// Keys identify a row for modes Upsert, Update and Delete (required there).
 	// +optional
-	Upsert *UpsertSpec `json:"upsert,omitempty"`
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	// +listType=atomic
+	Keys []string `json:"keys,omitempty"`
+
+	// DeleteConditionColumn names a boolean source column for mode Upsert: rows where it is true delete the
+	// target row with equal keys instead of updating it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	DeleteConditionColumn string `json:"deleteConditionColumn,omitempty"`
+
+	// OrderBy names a source column for modes Upsert, Update and Delete: of a batch's rows with equal keys,
+	// the one with the largest value wins (without it, the last one read).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	OrderBy string `json:"orderBy,omitempty"`
+
+	// OverwriteScope is what a batch of mode Overwrite replaces: Table (default) or Partitions (only the
+	// partitions the batch holds rows for).
+	// +optional
+	// +kubebuilder:validation:Enum=Table;Partitions
+	OverwriteScope OverwriteScope `json:"overwriteScope,omitempty"`
 
 	// MergeSchema lets new columns in the source be added to the table schema; it is the same as
 	// schemaEvolution: addNewColumns, which supersedes it.
@@ -99,8 +133,8 @@ type StreamIngestSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	FullListingEvery *int32 `json:"fullListingEvery,omitempty"`
 
-	// PartitionPruning lists target columns whose values in each batch restrict which target files an upsert
-	// reads (dynamic file pruning on partition values and file statistics).
+	// PartitionPruning lists target columns whose values in each batch restrict which target files modes
+	// Upsert, Update and Delete read (dynamic file pruning on partition values and file statistics).
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=255
@@ -159,12 +193,31 @@ type IngestMode string
 
 // Ingest modes.
 const (
-	IngestAppend IngestMode = "Append"
-	IngestUpsert IngestMode = "Upsert"
+	IngestAppend         IngestMode = "Append"
+	IngestUpsert         IngestMode = "Upsert"
+	IngestUpdate         IngestMode = "Update"
+	IngestDelete         IngestMode = "Delete"
+	IngestOverwrite      IngestMode = "Overwrite"
+	IngestTruncateInsert IngestMode = "TruncateInsert"
+)
+
+// IsKeyed reports whether the mode matches source rows to target rows by keys.
+func (m IngestMode) IsKeyed() bool {
+	return m == IngestUpsert || m == IngestUpdate || m == IngestDelete
+}
+
+// OverwriteScope is what an Overwrite batch replaces.
+type OverwriteScope string
+
+// Overwrite scopes.
+const (
+	OverwriteTable      OverwriteScope = "Table"
+	OverwritePartitions OverwriteScope = "Partitions"
 )
 
 // IngestSource is exactly one of files under a prefix or another DeltaTable's changes.
 // +kubebuilder:validation:XValidation:rule="has(self.files) != has(self.deltaTable)",message="set exactly one of source.files or source.deltaTable"
+// +kubebuilder:validation:XValidation:rule="has(self.files) == has(oldSelf.files)",message="the source's kind is immutable: the stream's progress belongs to one source; create a new StreamIngest for another"
 type IngestSource struct {
 	// Files ingests new files that appear under a location.
 	// +optional
@@ -185,10 +238,12 @@ type FileSource struct {
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3|abfss|abfs|wasbs|wasb|az|azure|gs)://.') || self.startsWith('file:///')",message="source.files.location must be an s3:// or file:/// URI, or an Azure (abfss://, abfs://, wasbs://, wasb://, az://) or gs:// one"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source.files.location is immutable: the stream's progress belongs to one source; create a new StreamIngest for another"
 	Location string `json:"location"`
 
 	// Format of the files.
 	// +kubebuilder:validation:Enum=parquet;json;csv
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source.files.format is immutable: the files already taken were read as this format; create a new StreamIngest for another"
 	Format string `json:"format"`
 
 	// Options for the reader, e.g. header=true and delimiter=; for csv. csv takes header, delimiter
@@ -206,6 +261,7 @@ type DeltaTableSource struct {
 	// Name of the source DeltaTable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source.deltaTable.name is immutable: the stream's progress belongs to one source; create a new StreamIngest for another"
 	Name string `json:"name"`
 
 	// StartingVersion is the first source version to read (default: the version at stream start).
@@ -228,28 +284,15 @@ type IngestTrigger struct {
 	AvailableNow bool `json:"availableNow,omitempty"`
 }
 
-// UpsertSpec configures merges.
-type UpsertSpec struct {
-	// Keys identify a row; a source row updates the target row with equal keys or is inserted.
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:items:MaxLength=255
-	// +listType=atomic
-	Keys []string `json:"keys"`
-
-	// DeleteConditionColumn names a boolean source column; rows where it is true delete the target row.
-	// +optional
-	// +kubebuilder:validation:MaxLength=255
-	DeleteConditionColumn string `json:"deleteConditionColumn,omitempty"`
-}
-
-// StreamIngestStatus reports the stream's progress.
+// StreamIngestStatus reports the stream's progress. It is filled from the results of the stream's ingest
+// Jobs: every Job runs batches for at most about half the trigger interval and exits, so a committed batch
+// shows here within the interval (see docs/ingest.md).
 type StreamIngestStatus struct {
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Progressing.
+	// Conditions: Ready, Progressing, Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -268,7 +311,7 @@ type StreamIngestStatus struct {
 	// +optional
 	CommittedVersion *int64 `json:"committedVersion,omitempty"`
 
-	// Backlog is what the source holds that no batch has taken yet.
+	// Backlog is what the source holds that no batch has taken yet, as the last Job saw it.
 	// +optional
 	Backlog *Backlog `json:"backlog,omitempty"`
 
@@ -277,11 +320,81 @@ type StreamIngestStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	ActiveJob string `json:"activeJob,omitempty"`
 
+	// JobsStarted counts the ingest Jobs the stream started; it names the next one, so a Job is never
+	// started twice.
+	// +optional
+	JobsStarted int64 `json:"jobsStarted,omitempty"`
+
+	// ConsecutiveFailures counts the Jobs that failed in a row; the next Job waits 10s·2^(n-1), at most 10m.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+
+	// NextJobTime is when the next ingest Job starts.
+	// +optional
+	NextJobTime *metav1.Time `json:"nextJobTime,omitempty"`
+
 	// RecentBatches are the latest batches, newest first.
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	// +listType=atomic
 	RecentBatches []BatchRecord `json:"recentBatches,omitempty"`
+
+	// RecentJobs are the latest ingest Jobs, newest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	// +listType=atomic
+	RecentJobs []RunRecord `json:"recentJobs,omitempty"`
+
+	// SchemaChanges are the columns the stream added to the table (schemaEvolution addNewColumns), oldest
+	// first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=255
+	// +listType=atomic
+	SchemaChanges []string `json:"schemaChanges,omitempty"`
+
+	// SkippedFiles are the latest files onBadFile: skip left out, newest last; SkippedCount counts all.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	SkippedFiles []SkippedFile `json:"skippedFiles,omitempty"`
+
+	// SkippedCount counts every file the stream skipped.
+	// +optional
+	SkippedCount int64 `json:"skippedCount,omitempty"`
+
+	// RescuedRows counts rows whose unknown fields or unconvertible values went to _rescued_data.
+	// +optional
+	RescuedRows int64 `json:"rescuedRows,omitempty"`
+
+	// AutoCompaction reports auto compaction after the stream's commits.
+	// +optional
+	AutoCompaction *AutoCompactionStatus `json:"autoCompaction,omitempty"`
+}
+
+// SkippedFile is a source file a stream left out.
+type SkippedFile struct {
+	// File is the source key.
+	// +kubebuilder:validation:MaxLength=1024
+	File string `json:"file"`
+	// Reason the file was left out.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Reason string `json:"reason,omitempty"`
+}
+
+// AutoCompactionStatus counts auto compaction's runs and describes the last one.
+type AutoCompactionStatus struct {
+	// Runs counts auto compaction runs that rewrote files.
+	Runs int64 `json:"runs"`
+	// FilesRemoved and FilesAdded by the last run.
+	// +optional
+	FilesRemoved int64 `json:"filesRemoved,omitempty"`
+	// +optional
+	FilesAdded int64 `json:"filesAdded,omitempty"`
+	// Version the last run committed.
+	// +optional
+	Version *int64 `json:"version,omitempty"`
 }
 
 // BatchRecord describes one ingest batch.
@@ -297,13 +410,42 @@ type BatchRecord struct {
 	// Version of the target table the batch committed.
 	// +optional
 	Version *int64 `json:"version,omitempty"`
-	// CommitTime of the batch.
+	// FilesWritten counts the data files the batch wrote per partition directory ("" unpartitioned).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	FilesWritten map[string]int64 `json:"filesWritten,omitempty"`
+	// MeanFileBytes is the mean size of the data files the batch wrote.
+	// +optional
+	MeanFileBytes int64 `json:"meanFileBytes,omitempty"`
+	// Merge reports what a batch of a keyed mode, Overwrite or TruncateInsert read and changed.
+	// +optional
+	Merge *BatchMerge `json:"merge,omitempty"`
+	// CommitTime of the batch (the end of the Job that ran it).
 	// +optional
 	CommitTime *metav1.Time `json:"commitTime,omitempty"`
 	// JobName that ran the batch.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	JobName string `json:"jobName,omitempty"`
+}
+
+// BatchMerge is what an update-method batch read and changed: how dynamic file pruning narrowed the target
+// files it read, and what happened to rows.
+type BatchMerge struct {
+	// FilesTotal live target files; FilesPrunedByPartition and FilesPrunedByStats were skipped by the batch's
+	// partition values and by key statistics; FilesScanned had their keys read; FilesTouched held a match.
+	FilesTotal             int64 `json:"filesTotal"`
+	FilesPrunedByPartition int64 `json:"filesPrunedByPartition"`
+	FilesPrunedByStats     int64 `json:"filesPrunedByStats"`
+	FilesScanned           int64 `json:"filesScanned"`
+	FilesTouched           int64 `json:"filesTouched"`
+	// Rows updated, deleted and inserted.
+	RowsUpdated  int64 `json:"rowsUpdated"`
+	RowsDeleted  int64 `json:"rowsDeleted"`
+	RowsInserted int64 `json:"rowsInserted"`
+	// Attempts counts plans: more than 1 when a concurrent commit (maintenance) made the batch re-plan.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
 }
 
 // Backlog is the pending source data.
@@ -322,12 +464,13 @@ type Backlog struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=si;ingest,categories=deltakeeper
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Batch",type=integer,JSONPath=`.status.lastBatchId`
 // +kubebuilder:printcolumn:name="Version",type=integer,JSONPath=`.status.committedVersion`
 // +kubebuilder:printcolumn:name="Backlog",type=integer,JSONPath=`.status.backlog.files`
+// +kubebuilder:printcolumn:name="Lag",type=string,JSONPath=`.status.backlog.oldestPendingAge`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type StreamIngest struct {

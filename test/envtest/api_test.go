@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
@@ -139,6 +140,48 @@ func TestAPIServer_KeepsIdentityFieldsImmutable(t *testing.T) {
 	err = k8sClient.Update(ctx, ingest)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "target is immutable") {
 		t.Errorf("changing the target: want 'target is immutable', got %v", err)
+	}
+
+	files := &deltav1.StreamIngest{
+		ObjectMeta: metav1.ObjectMeta{Name: "f", Namespace: ns},
+		Spec: deltav1.StreamIngestSpec{Target: "a", Source: deltav1.IngestSource{Files: &deltav1.FileSource{
+			Location: "s3://drop/a/", Format: "csv", Options: map[string]string{"header": "true"}}}},
+	}
+	if err := k8sClient.Create(ctx, files); err != nil {
+		t.Fatal(err)
+	}
+	changes := []struct {
+		name string
+		edit func(*deltav1.StreamIngestSpec)
+		want string
+	}{
+		{"the source location", func(s *deltav1.StreamIngestSpec) { s.Source.Files.Location = "s3://drop/b/" }, "source.files.location is immutable"},
+		{"the source format", func(s *deltav1.StreamIngestSpec) { s.Source.Files.Format = "json"; s.Source.Files.Options = nil }, "source.files.format is immutable"},
+		{"the source kind", func(s *deltav1.StreamIngestSpec) {
+			s.Source = deltav1.IngestSource{DeltaTable: &deltav1.DeltaTableSource{Name: "src"}}
+		}, "the source's kind is immutable"},
+		{"the checkpoint", func(s *deltav1.StreamIngestSpec) { s.CheckpointLocation = "s3://state/f" }, "checkpointLocation is immutable"},
+	}
+	for _, c := range changes {
+		var fresh deltav1.StreamIngest
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(files), &fresh); err != nil {
+			t.Fatal(err)
+		}
+		c.edit(&fresh.Spec)
+		if err := k8sClient.Update(ctx, &fresh); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("changing %s: want %q, got %v", c.name, c.want, err)
+		}
+	}
+	// Limits, options and the update method may change; they apply from the next Job.
+	var fresh deltav1.StreamIngest
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(files), &fresh); err != nil {
+		t.Fatal(err)
+	}
+	fresh.Spec.Source.Files.Options["delimiter"] = ";"
+	fresh.Spec.MaxFilesPerTrigger = ptr.To[int32](10)
+	fresh.Spec.Mode, fresh.Spec.Keys = deltav1.IngestUpsert, []string{"id"}
+	if err := k8sClient.Update(ctx, &fresh); err != nil {
+		t.Errorf("changing options, limits and mode: %v", err)
 	}
 }
 
