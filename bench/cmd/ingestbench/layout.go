@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/runstats"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 )
 
@@ -39,7 +40,7 @@ func layoutCmd(args []string) {
 	}); err != nil {
 		log.Fatal(err)
 	}
-	m, out, err := measure(ingestArgs(*bin, table, pq, "parquet", *threads, "--max-files-per-trigger", "100000"))
+	m, out, err := runstats.Measure(ingestArgs(*bin, table, pq, "parquet", *threads, "--max-files-per-trigger", "100000"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func layoutCmd(args []string) {
 		smallest, largest = min(smallest, st.Size()), max(largest, st.Size())
 	}
 	fmt.Printf("layout: one batch of %d rows over %d partitions, target %d bytes: %d data files, %d (%.1f %%) within 0.75–1.25× the target; sizes %d–%d bytes; %.2f s, peak RSS %d MiB\n",
-		res.Ingest.Rows, len(partitions), *target, len(live), within, 100*float64(within)/float64(len(live)), smallest, largest, m.wall.Seconds(), m.rssKB/1024)
+		res.Ingest.Rows, len(partitions), *target, len(live), within, 100*float64(within)/float64(len(live)), smallest, largest, m.Wall.Seconds(), m.RSSKB/1024)
 	check, err := verify(table, pq)
 	if err != nil {
 		log.Fatal(err)

@@ -27,8 +27,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
-	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
@@ -93,62 +91,6 @@ func sourcesCmd(args []string) {
 	fmt.Printf("sources: %d files per format in %s\n", len(files), *out)
 }
 
-type measurement struct {
-	wall, cpu time.Duration
-	rssKB     int64
-	load      string
-}
-
-// measure runs cmd and takes its wall and CPU time and peak RSS. A child's ru_maxrss starts from
-// the image of the process it was forked from (the kernel carries the old image's high-water mark
-// across exec), and this driver grows to hundreds of MiB running DuckDB in-process; so, where GNU
-// time exists, the command runs under it and the peak RSS is the one time reports for its own
-// small child. CPU time is the rusage of the whole subtree either way.
-func measure(cmd *exec.Cmd) (measurement, []byte, error) {
-	var rssFile string
-	if _, err := os.Stat("/usr/bin/time"); err == nil {
-		f, err := os.CreateTemp("", "ingestbench-rss-")
-		if err == nil {
-			rssFile = f.Name()
-			f.Close()
-			defer os.Remove(rssFile)
-			wrapped := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rssFile, cmd.Path}, cmd.Args[1:]...)...)
-			wrapped.Env = cmd.Env
-			cmd = wrapped
-		}
-	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	start := time.Now()
-	err := cmd.Run()
-	m := measurement{wall: time.Since(start), load: runstats.LoadAvg()}
-	if cmd.ProcessState != nil {
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		m.rssKB = ru.Maxrss
-	}
-	if rssFile != "" {
-		if b, rerr := os.ReadFile(rssFile); rerr == nil {
-			var kb int64
-			if _, serr := fmt.Sscan(strings.TrimSpace(lastLine(string(b))), &kb); serr == nil {
-				m.rssKB = kb
-			}
-		}
-	}
-	if err != nil {
-		return m, nil, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, out.String())
-	}
-	return m, []byte(out.String()), nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
 // ingestResult is what the benchmark reads from the CLI's JSON result.
 type ingestResult struct {
 	Outcome string `json:"outcome"`
@@ -191,7 +133,7 @@ func runCmd(args []string) {
 	for _, format := range formats {
 		dir := filepath.Join(*src, format)
 		inBytes := dirBytes(dir)
-		var ours, duck []measurement
+		var ours, duck []runstats.Measurement
 		var oursOut, duckOut []float64
 		var lastTable string
 		for r := range *runs {
@@ -203,7 +145,7 @@ func runCmd(args []string) {
 			out := filepath.Join(*work, "duck-"+format+".parquet")
 			sides := []func() error{
 				func() error {
-					m, stdout, err := measure(ingestArgs(*bin, table, dir, format, *threads))
+					m, stdout, err := runstats.Measure(ingestArgs(*bin, table, dir, format, *threads))
 					if err != nil {
 						return err
 					}
@@ -216,7 +158,7 @@ func runCmd(args []string) {
 				},
 				func() error {
 					os.Remove(out)
-					m, _, err := measure(exec.Command(self, "duck", "-format", format, "-src", dir, "-out", out, "-threads", fmt.Sprint(*threads)))
+					m, _, err := runstats.Measure(exec.Command(self, "duck", "-format", format, "-src", dir, "-out", out, "-threads", fmt.Sprint(*threads)))
 					if err != nil {
 						return err
 					}
@@ -233,20 +175,20 @@ func runCmd(args []string) {
 					log.Fatalf("ingestbench: %s run %d: %v", format, r, err)
 				}
 			}
-			fmt.Fprintf(os.Stderr, "%s run %d: ours %.2fs %d MiB, duckdb %.2fs %d MiB (load %s)\n", format, r, ours[r].wall.Seconds(), ours[r].rssKB/1024,
-				duck[r].wall.Seconds(), duck[r].rssKB/1024, ours[r].load)
+			fmt.Fprintf(os.Stderr, "%s run %d: ours %.2fs %d MiB, duckdb %.2fs %d MiB (load %s)\n", format, r, ours[r].Wall.Seconds(), ours[r].RSSKB/1024,
+				duck[r].Wall.Seconds(), duck[r].RSSKB/1024, ours[r].Load)
 			if lastTable != "" {
 				os.RemoveAll(lastTable)
 			}
 			lastTable = table
 		}
-		wall := func(m measurement) float64 { return m.wall.Seconds() }
-		cpu := func(m measurement) float64 { return m.cpu.Seconds() }
-		rss := func(m measurement) float64 { return float64(m.rssKB) / 1024 }
+		wall := func(m runstats.Measurement) float64 { return m.Wall.Seconds() }
+		cpu := func(m runstats.Measurement) float64 { return m.CPU.Seconds() }
+		rss := func(m runstats.Measurement) float64 { return float64(m.RSSKB) / 1024 }
 		ident := func(f float64) float64 { return f }
 		for _, t := range []struct {
 			name string
-			ms   []measurement
+			ms   []runstats.Measurement
 			out  []float64
 		}{{"deltakeeper ingest", ours, oursOut}, {"DuckDB COPY", duck, duckOut}} {
 			w := runstats.Median(t.ms, wall)

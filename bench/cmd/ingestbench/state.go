@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/runstats"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/source"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/state"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
@@ -70,13 +71,13 @@ func stateCmd(args []string) {
 		return nil
 	})
 	self, _ := os.Executable()
-	m, out, err := measure(exec.Command(self, "state-load", "-dir", dir))
+	m, out, err := runstats.Measure(exec.Command(self, "state-load", "-dir", dir))
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("state: %d files taken in %d batches (built in %.1f s); after compaction %d state files, %.1f MB (taken-files snapshot %.1f MB, %.1f bytes a file)\n",
 		*files, batches, build.Seconds(), n, float64(total)/1e6, float64(snap)/1e6, float64(snap)/float64(*files))
-	fmt.Printf("state load in a fresh process: %s; process wall %.2f s, peak RSS %d MiB\n", out, m.wall.Seconds(), m.rssKB/1024)
+	fmt.Printf("state load in a fresh process: %s; process wall %.2f s, peak RSS %d MiB\n", out, m.Wall.Seconds(), m.RSSKB/1024)
 }
 
 func stateLoadCmd(args []string) {

@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
-	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
-	"github.com/deltakeeper/deltakeeper/bench/internal/runstats"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -162,58 +158,4 @@ func quoteAll(files []string) string {
 		q[i] = quote(f)
 	}
 	return strings.Join(q, ", ")
-}
-
-type measurement struct {
-	wall, cpu time.Duration
-	rssKB     int64
-	load      string
-}
-
-// measure runs cmd and takes its wall and CPU time and peak RSS, under GNU time where it exists (a child's
-// ru_maxrss starts from the image it was forked from, and this driver holds DuckDB in-process; see
-// ingestbench's measure).
-func measure(cmd *exec.Cmd) (measurement, []byte, error) {
-	var rssFile string
-	if _, err := os.Stat("/usr/bin/time"); err == nil {
-		f, err := os.CreateTemp("", "mergebench-rss-")
-		if err == nil {
-			rssFile = f.Name()
-			f.Close()
-			defer os.Remove(rssFile)
-			wrapped := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", rssFile, cmd.Path}, cmd.Args[1:]...)...)
-			wrapped.Env = cmd.Env
-			cmd = wrapped
-		}
-	}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	start := time.Now()
-	err := cmd.Run()
-	m := measurement{wall: time.Since(start), load: runstats.LoadAvg()}
-	if cmd.ProcessState != nil {
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		m.rssKB = ru.Maxrss
-	}
-	if rssFile != "" {
-		if b, rerr := os.ReadFile(rssFile); rerr == nil {
-			var kb int64
-			if _, serr := fmt.Sscan(strings.TrimSpace(lastLine(string(b))), &kb); serr == nil {
-				m.rssKB = kb
-			}
-		}
-	}
-	if err != nil {
-		return m, nil, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, out.String())
-	}
-	return m, []byte(out.String()), nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

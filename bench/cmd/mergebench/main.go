@@ -118,7 +118,7 @@ func runCmd(args []string) {
 			log.Fatal(err)
 		}
 		changedBytes := st.Size()
-		var ours, duck []measurement
+		var ours, duck []runstats.Measurement
 		var res mergeResult
 		var written []float64
 		for r := range *runs {
@@ -129,11 +129,11 @@ func runCmd(args []string) {
 			before := dirBytes(clone)
 			cmd := exec.Command(*bin, "merge", clone, "--source", batch, "--format", "parquet", "--mode", "upsert", "--keys", "id", "-o", "json")
 			cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", *threads))
-			m, stdout, err := measure(cmd)
+			m, stdout, err := runstats.Measure(cmd)
 			if err != nil {
 				log.Fatalf("mergebench: %s run %d: %v", c.name(), r, err)
 			}
-			if err := json.Unmarshal([]byte(lastLine(string(stdout))), &res); err != nil || res.Outcome != "succeeded" {
+			if err := json.Unmarshal([]byte(runstats.LastLine(string(stdout))), &res); err != nil || res.Outcome != "succeeded" {
 				log.Fatalf("mergebench: %s run %d: result %s (%v)", c.name(), r, stdout, err)
 			}
 			if res.Merge.RowsUpdated != truth.matchedRows || res.Merge.RowsInserted != truth.batchRows-truth.matchedRows {
@@ -149,19 +149,19 @@ func runCmd(args []string) {
 			ours = append(ours, m)
 			out := filepath.Join(*work, "duck-"+c.name()+".parquet")
 			os.Remove(out)
-			dm, _, err := measure(exec.Command(self, "duck", "-files", list, "-batch", batch, "-out", out, "-threads", fmt.Sprint(*threads)))
+			dm, _, err := runstats.Measure(exec.Command(self, "duck", "-files", list, "-batch", batch, "-out", out, "-threads", fmt.Sprint(*threads)))
 			if err != nil {
 				log.Fatalf("mergebench: DuckDB %s run %d: %v", c.name(), r, err)
 			}
 			duck = append(duck, dm)
 			fmt.Fprintf(os.Stderr, "%s run %d: ours %.2fs (CPU %.2fs, %d MiB), DuckDB %.2fs (CPU %.2fs, %d MiB), load %s\n", c.name(), r,
-				m.wall.Seconds(), m.cpu.Seconds(), m.rssKB/1024, dm.wall.Seconds(), dm.cpu.Seconds(), dm.rssKB/1024, m.load)
+				m.Wall.Seconds(), m.CPU.Seconds(), m.RSSKB/1024, dm.Wall.Seconds(), dm.CPU.Seconds(), dm.RSSKB/1024, m.Load)
 			os.RemoveAll(clone)
 			os.Remove(out)
 		}
-		wall := func(m measurement) float64 { return m.wall.Seconds() }
-		cpu := func(m measurement) float64 { return m.cpu.Seconds() }
-		rss := func(m measurement) float64 { return float64(m.rssKB) / 1024 }
+		wall := func(m runstats.Measurement) float64 { return m.Wall.Seconds() }
+		cpu := func(m runstats.Measurement) float64 { return m.CPU.Seconds() }
+		rss := func(m runstats.Measurement) float64 { return float64(m.RSSKB) / 1024 }
 		w := runstats.Median(written, func(f float64) float64 { return f })
 		mg := res.Merge
 		fmt.Printf("| %s | %d | %d | %d | %d | %.2f | %d | %d | %d + %d | %.1f | %.1f | %.2f | %.2f | %.2f | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f |\n",
