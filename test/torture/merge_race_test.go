@@ -174,7 +174,7 @@ func mergeRaceCell(t *testing.T, s *site, dv bool) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	var optimizeCommits []time.Time
-	optimizeRuns, optimizeConflicts := 0, 0
+	optimizeRuns, optimizeConflicts, optimizeReplans := 0, 0, 0
 	var optimizeErr error
 	r := newRunner(s, nil)
 	for running := true; running; {
@@ -190,8 +190,10 @@ func mergeRaceCell(t *testing.T, s *site, dv bool) {
 			if len(out.results) == 1 && out.results[0].Outcome == result.Succeeded {
 				optimizeCommits = append(optimizeCommits, time.Now())
 			}
+			optimizeReplans += replansOf(out.results)
 		case len(out.results) == 1 && out.results[0].Reason == result.ReasonConflict:
 			optimizeConflicts++
+			optimizeReplans += replansOf(out.results)
 		default:
 			optimizeErr = fmt.Errorf("optimize: %s", out)
 		}
@@ -234,13 +236,30 @@ func mergeRaceCell(t *testing.T, s *site, dv bool) {
 		replans += w.replans
 	}
 	note := fmt.Sprintf("merge race dv=%t: %s, %d upsert commits (%.1f/min), %d append commits (%.1f/min), %d optimize commits of %d runs (%.1f/min), "+
-		"merges re-planned after a concurrent commit: %d times; conflicts reported and retried: %d by the writers, %d by optimize", dv, took.Round(time.Second), upserts, perMinute(upserts), appends, perMinute(appends),
-		len(optimizeCommits), optimizeRuns, perMinute(len(optimizeCommits)), replans, conflicts, optimizeConflicts)
+		"re-planned after a concurrent commit: merges %d times, optimize runs %d times; conflicts reported and retried: %d by the writers, %d by optimize",
+		dv, took.Round(time.Second), upserts, perMinute(upserts), appends, perMinute(appends),
+		len(optimizeCommits), optimizeRuns, perMinute(len(optimizeCommits)), replans, optimizeReplans, conflicts, optimizeConflicts)
 	t.Log(note)
 	figures.add(func(fg *suiteFigures) { fg.notes = append(fg.notes, note) })
 	if len(optimizeCommits) == 0 {
 		t.Fatalf("OPTIMIZE committed nothing in %d runs while the writers ran: it starved (%s)\n%s", optimizeRuns, note, replayHint(t))
 	}
+}
+
+// replansOf counts the re-plans an optimize run reports in its steps' messages ("re-planned N times").
+func replansOf(results []*result.Result) int {
+	n := 0
+	for _, r := range results {
+		for _, op := range r.Ops {
+			var k int
+			if i := strings.Index(op.Message, "re-planned "); i >= 0 {
+				if _, err := fmt.Sscanf(op.Message[i:], "re-planned %d times", &k); err == nil {
+					n += k
+				}
+			}
+		}
+	}
+	return n
 }
 
 func latestVersion(t *testing.T, tbl *delta.Table) int64 {

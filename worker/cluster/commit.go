@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
@@ -75,8 +74,7 @@ func (c *rewriteCommit) commit(ctx context.Context, tbl *delta.Table, snap *delt
 		}
 		for _, f := range c.inputs {
 			if cur, ok := latest.File(f.Key()); !ok || cur.Size != f.Size {
-				return delta.NoVersion, result.Fail(result.ReasonConflict, fmt.Errorf(
-					"input %s was removed or replaced by a concurrent commit; the clustering is discarded and will be planned again next run: %w", f.Path, err))
+				return delta.NoVersion, result.Fail(result.ReasonConflict, &inputRemovedError{latest: latest, path: f.Path, err: err})
 			}
 		}
 		snap = latest

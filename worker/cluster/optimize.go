@@ -48,7 +48,7 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 	if err != nil {
 		return finish(result.Refuse(result.ReasonBadArgument, err))
 	}
-	sel, err := selectFiles(snap, logical, names, opts, target)
+	sel, err := selectFiles(snap, logical, names, opts, target, nil)
 	if err != nil {
 		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
 	}
@@ -64,20 +64,13 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 		}
 		return finish(nil)
 	}
-	plan := fmt.Sprintf("%s clustering by %s: %s (%d bytes)", mode, strings.Join(names, ", "), sel.describe(), sel.bytes())
+	run := &liquidRun{tbl: tbl, keys: keys, logical: logical, names: names, mode: mode, opts: opts, target: target, progress: progress}
 	if opts.DryRun {
 		op.Outcome = result.Succeeded
-		op.Message = "dry run: would rewrite " + plan
+		op.Message = "dry run: would rewrite " + run.describe(sel)
 		return finish(nil)
 	}
-	say(progress, "%s", plan)
-	cube := newZCube(names, CurveHilbert, target)
-	rw, err := rewriteFiles(ctx, snap, keys, sel.files, nil, &cube, false, opts, target, progress)
-	if err != nil {
-		return finish(err)
-	}
-	params := map[string]string{"predicate": "[]", "zOrderBy": "[]", "clusterBy": cube.orderBy, "auto": "false", "isFull": fmt.Sprint(opts.Full)}
-	return finish(commitAndReport(ctx, tbl, snap, op, "OPTIMIZE", params, rw, plan))
+	return finish(run.cluster(ctx, snap, sel, op))
 }
 
 // rewritten is what one or more rewrite jobs produced for one commit: the files to add and remove,

@@ -57,8 +57,10 @@ func (s *selection) describe() string {
 // stacked over a common region, so repeated small appends cost about their own size. Files of another
 // clustering provider are never selected (PROTOCOL.md §Clustered Table). Selecting only files of a single
 // ZCube, none of them for unclustered data or deleted rows, has nothing to gain and selects nothing
-// (Spark's ZCube.filterOutSingleZCubes).
-func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Options, target int64) (*selection, error) {
+// (Spark's ZCube.filterOutSingleZCubes). A non-nil only restricts the candidates (a re-plan after a
+// conflict considers only the live files of the abandoned attempt).
+func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Options, target int64,
+	only func(*delta.AddFile) bool) (*selection, error) {
 	sel := &selection{}
 	var clustered []*delta.AddFile
 	picked := map[*delta.AddFile]bool{}
@@ -70,6 +72,9 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 		}
 	}
 	for _, f := range snap.Files() {
+		if only != nil && !only(f) {
+			continue
+		}
 		class := table.ClassifyClustering(f, names)
 		switch {
 		case class == table.ForeignClustered:

@@ -151,6 +151,12 @@ func (c *committer) record(res *delta.CommitResult, batch []*rewritten) {
 func (c *committer) drop(ctx context.Context, rw *rewritten, reason string) {
 	abort(ctx, rw)
 	c.rep.Dropped = append(c.rep.Dropped, DroppedBin{Partition: rw.bin.Dir, Files: len(rw.bin.Files), Bytes: rw.bin.Bytes, Reason: reason})
+	if c.rep.replan == nil {
+		c.rep.replan = map[delta.FileKey]bool{}
+	}
+	for _, f := range rw.bin.Files {
+		c.rep.replan[f.Key()] = true
+	}
 }
 
 func abortAll(ctx context.Context, batch []*rewritten) {

@@ -110,14 +110,17 @@ func waitChild(t *testing.T, cmd *exec.Cmd) {
 var concurrencyCases = []struct {
 	writer       string
 	droppedDay   string // the partition whose bin must be dropped, "" for none
+	replanned    bool   // the dropped bin's live files are re-planned and committed again
 	rowsAppended int
 }{
 	// Blind appends never conflict with compaction: the commit is rebased onto them.
 	{writer: "append", rowsAppended: 500},
-	// A compaction of the same files wins: our bin of that partition is dropped, the rest commits.
+	// A compaction of the same files wins: our bin of that partition is dropped, the rest commits;
+	// none of its files is left to re-plan.
 	{writer: "compact-first-day", droppedDay: "2024-01-01"},
-	// A delete of an input wins: the bin that read it is dropped.
-	{writer: "delete-a-second-day-file", droppedDay: "2024-01-02"},
+	// A delete of an input wins: the bin that read it is dropped, the rest commits, and the bin's
+	// other files are re-planned on the new snapshot and compacted in a second commit.
+	{writer: "delete-a-second-day-file", droppedDay: "2024-01-02", replanned: true},
 }
 
 // TestOptimize_RetriesOnlyWhileInputsAreLive lets a concurrent writer commit between our rewrite and
@@ -165,14 +168,80 @@ func TestOptimize_RetriesOnlyWhileInputsAreLive(t *testing.T) {
 				if c.droppedDay != "" {
 					want = []string{"order_date=" + c.droppedDay}
 				}
-				if !slices.Equal(dropped, want) || rep.Op.Outcome != result.Succeeded || len(rep.Commits) != 1 {
-					t.Fatalf("dropped %v (want %v), op %+v", dropped, want, rep.Op)
+				commits, replans := 1, 0
+				if c.replanned {
+					commits, replans = 2, 1
+				}
+				if !slices.Equal(dropped, want) || rep.Op.Outcome != result.Succeeded || len(rep.Commits) != commits || rep.Replans != replans {
+					t.Fatalf("dropped %v (want %v), %d commits (want %d), %d re-plans (want %d), op %+v",
+						dropped, want, len(rep.Commits), commits, rep.Replans, replans, rep.Op)
+				}
+				if c.replanned {
+					// Every live file of the re-planned day is in the compacted output now.
+					if n := filesIn(latest(t, tbl), c.droppedDay); n != 1 {
+						t.Fatalf("%s holds %d files after the re-planned compaction, want 1", c.droppedDay, n)
+					}
+					if !strings.Contains(rep.Op.Message, "re-planned 1 times") {
+						t.Fatalf("message %q does not report the re-plan", rep.Op.Message)
+					}
 				}
 				if o := orphans(t, tbl); len(o) > 0 {
 					t.Fatalf("files of dropped bins were left behind: %v", o)
 				}
 			})
 		}
+	}
+}
+
+func filesIn(snap *delta.Snapshot, day string) int {
+	n := 0
+	for _, f := range snap.Files() {
+		if f.PartitionValues[0].Value == day {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOptimize_InputsRemovedOnEveryAttemptEndsWithinItsBounds deletes one input of the bin being
+// compacted before each of its commits: the run re-plans at most its bound, commits nothing, says
+// so, and leaves no file behind.
+func TestOptimize_InputsRemovedOnEveryAttemptEndsWithinItsBounds(t *testing.T) {
+	store := localStore(t)
+	tbl := demoTable(t, store, 12, 100, false) // one bin of every file
+	attempts := 0
+	var afterWriter []string
+	progress := func(msg string) {
+		if !strings.HasPrefix(msg, "rewrote ") {
+			return
+		}
+		// Another writer deletes one of the bin's files before it commits.
+		attempts++
+		snap := latest(t, tbl)
+		tx, err := snap.Begin(delta.OpMerge, delta.TxnOptions{Operation: "DELETE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.Remove(true, snap.Files()[0])
+		if _, err := tx.Commit(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		afterWriter = latestRows(t, tbl)
+	}
+	rep, err := Run(t.Context(), tbl, Options{Parallelism: 2}, progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 1+defaultMaxReplans || rep.Replans != defaultMaxReplans || len(rep.Commits) != 0 || rep.Op.Outcome != result.NothingToDo {
+		t.Fatalf("%d attempts, %d re-plans, %d commits, op %+v; want %d attempts and nothing committed",
+			attempts, rep.Replans, len(rep.Commits), rep.Op, 1+defaultMaxReplans)
+	}
+	if !strings.Contains(rep.Op.Message, fmt.Sprintf("not re-planned again after %d rounds", defaultMaxReplans)) {
+		t.Fatalf("message %q does not say why the run stopped", rep.Op.Message)
+	}
+	sameRows(t, "after optimize", latestRows(t, tbl), afterWriter)
+	if o := orphans(t, tbl); len(o) > 0 {
+		t.Fatalf("files of abandoned attempts were left behind: %v", o)
 	}
 }
 

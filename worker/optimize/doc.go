@@ -27,7 +27,11 @@
 //     itself. When a winner conflicts (a concurrent compaction, DELETE or MERGE took some inputs),
 //     the batch is retried on the new snapshot with the bins whose inputs are all still live — Spark's
 //     rule, applied per bin instead of per batch — and the other bins are dropped, their outputs
-//     deleted and reported. The transaction's read set is exactly the compacted files (no partition
+//     deleted and reported.
+//   - re-plan: after the plan's bins are done, the still live files of the dropped bins are planned
+//     again on the latest snapshot with the same rules (size, deleted rows, --where), rewritten from
+//     it and committed on it, one bin per commit since the table is contended; at most MaxReplans
+//     rounds (3), never one that would not fit before the context's deadline. The transaction's read set is exactly the compacted files (no partition
 //     predicate is registered, unlike Spark): a compaction's result depends on nothing else, so a
 //     concurrent commit adding files to the same partitions never invalidates it.
 //

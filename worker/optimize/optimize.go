@@ -51,6 +51,9 @@ type Options struct {
 	// MaxConflictRounds bounds the retries after conflicting winners (each drops the bins whose inputs
 	// are gone); 0 means 10.
 	MaxConflictRounds int
+	// MaxReplans bounds the rounds that re-plan the still live files of dropped bins on a newer
+	// snapshot and rewrite them again; 0 means 3, negative disables re-planning.
+	MaxReplans int
 
 	// include further restricts the files considered (auto compaction's touched partitions).
 	include func(*delta.AddFile) bool
@@ -74,6 +77,12 @@ type Report struct {
 	Rebased int
 	// Unknown is set when a commit's outcome could not be determined: its outputs were kept.
 	Unknown bool
+	// Replans counts the rounds that re-planned dropped bins' files on a newer snapshot;
+	// ReplannedFiles the files those rounds planned again.
+	Replans, ReplannedFiles int
+
+	replan     map[delta.FileKey]bool // files of bins dropped since the last re-plan
+	replanStop string                 // why re-planning stopped with files left, or ""
 }
 
 // DroppedBin is a bin that was rewritten but not committed.
@@ -128,7 +137,12 @@ func RunSnapshot(ctx context.Context, snap *delta.Snapshot, opts Options, progre
 		rep.Op.Message = fmt.Sprintf("dry run: would rewrite %d files (%d bytes) in %d bins", n, bytes, len(p.Bins))
 		return rep, nil
 	}
-	err = execute(ctx, p, opts, operationParameters(snap, opts), rep, progress)
+	params := operationParameters(snap, opts)
+	first := time.Now()
+	err = execute(ctx, p, opts, params, rep, progress)
+	if err == nil && opts.MaxReplans >= 0 {
+		err = replanDropped(ctx, snap.Table(), cfg, opts, params, rep, progress, time.Since(first))
+	}
 	rep.finish(err)
 	return rep, err
 }
@@ -249,6 +263,9 @@ func (r *Report) finish(err error) {
 			files += d.Files
 		}
 		msgs = append(msgs, fmt.Sprintf("%d bins (%d files) dropped: %s", len(r.Dropped), files, r.Dropped[0].Reason))
+	}
+	if note := r.replanNote(); note != "" {
+		msgs = append(msgs, note)
 	}
 	switch {
 	case err != nil:
