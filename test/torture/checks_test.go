@@ -37,7 +37,9 @@ type suiteFigures struct {
 	// keyedBatches were applied by the keyed writers' runs; keyedReplays are batches a run after a
 	// kill ran again although the killed run had committed them (each must commit nothing).
 	keyedBatches, keyedReplays int
-	notes                      []string
+	// keyedDVs sums the deletion vectors live after each judged run of a keyed writer.
+	keyedDVs int
+	notes    []string
 }
 
 var figures = &suiteFigures{}
@@ -55,7 +57,8 @@ func (f *suiteFigures) String() string {
 	fmt.Fprintf(&b, "torture figures (size %s, seed %d): %d kills of live processes (%d more landed after the process had exited), "+
 		"%d commits in the concurrency test, %d fault runs (%d failed cleanly), %d faults injected\n",
 		size.name, masterSeed, f.kills, f.lateKills, f.commits, f.faultRuns, f.faultRunsFailed, f.faultsInjected)
-	fmt.Fprintf(&b, "  keyed writers: %d batches applied, %d replayed after a kill had committed them\n", f.keyedBatches, f.keyedReplays)
+	fmt.Fprintf(&b, "  keyed writers: %d batches applied, %d replayed after a kill had committed them; %d deletion vectors live over the judged states\n",
+		f.keyedBatches, f.keyedReplays, f.keyedDVs)
 	for _, n := range f.notes {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}

@@ -37,9 +37,9 @@ type suiteSize struct {
 var sizes = map[string]suiteSize{
 	// About four minutes on two busy cores for local and S3, plus about one and a half for Azure: what
 	// `make test` can afford.
-	"ci": {name: "ci", kills: 30, keyedKills: 12, commits: 75, faultRuns: 60},
+	"ci": {name: "ci", kills: 30, keyedKills: 15, commits: 75, faultRuns: 60},
 	// `make torture`: the counts issue 10 asks for, with some margin.
-	"full": {name: "full", kills: 120, keyedKills: 90, commits: 300, faultRuns: 260},
+	"full": {name: "full", kills: 120, keyedKills: 100, commits: 300, faultRuns: 260},
 }
 
 // size and seed are set once by TestMain.

@@ -211,10 +211,30 @@ func (s *keyedStream) judge(f *fixture, before, after tableState, complete bool,
 	// A run that starts with batches of the cycle applied runs them again: those are the replays.
 	figures.add(func(fg *suiteFigures) { fg.keyedBatches += found - s.applied; fg.keyedReplays += s.applied })
 	s.applied = found
+	if err := countDVs(f, after.version); err != nil {
+		return err
+	}
 	if got := after.version - before.version; got != int64(found) {
 		return fmt.Errorf("%d commits for %d batches applied: a replayed batch committed again, or a batch took two commits", got, found)
 	}
 	return s.checkTxns(f, before.version, after.version, appID)
+}
+
+// countDVs adds the deletion vectors live at v to the figures, which show that the DV tables'
+// merges and deletes did write DVs (they say how many were live after each run).
+func countDVs(f *fixture, v int64) error {
+	dvs, err := f.log.liveFileDVs(v)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, raw := range dvs {
+		if raw != nil {
+			n++
+		}
+	}
+	figures.add(func(fg *suiteFigures) { fg.keyedDVs += n })
+	return nil
 }
 
 // checkTxns: every commit in (from, to] advances the writer's txn version by exactly one, from the
@@ -296,47 +316,52 @@ type deleteWhere struct{ lo, hi int64 }
 var deleteWheres sync.Map // table location -> deleteWhere
 
 // deleteCommand deletes a random range of ids; killed, the table is before or after, never half.
-var deleteCommand = crashCommand{
-	name: "delete", shape: partitioned,
-	prepare: func(t *testing.T, f *fixture) {
-		f.appendFiles(t, 2, 100)
-		lo := f.rng.Int64N(f.nextID)
-		deleteWheres.Store(f.site.location, deleteWhere{lo: lo, hi: lo + 20 + f.rng.Int64N(200)})
-	},
-	steps: func(_ *rand.Rand, table string) [][]string {
-		w, _ := deleteWheres.Load(table)
-		d := w.(deleteWhere)
-		return [][]string{{"delete", table, "--where", fmt.Sprintf("id >= %d AND id < %d", d.lo, d.hi), "-o", "json"}}
-	},
-	judge: func(f *fixture, before, after tableState, complete bool) error {
-		w, _ := deleteWheres.Load(f.site.location)
-		d := w.(deleteWhere)
-		model, err := rowsByID(before)
-		if err != nil {
-			return err
-		}
-		for id := range model {
-			if id >= d.lo && id < d.hi {
-				delete(model, id)
+func deleteCommand(name string, shape tableShape) crashCommand {
+	return crashCommand{
+		name: name, shape: shape,
+		prepare: func(t *testing.T, f *fixture) {
+			f.appendFiles(t, 2, 100)
+			lo := f.rng.Int64N(f.nextID)
+			deleteWheres.Store(f.site.location, deleteWhere{lo: lo, hi: lo + 20 + f.rng.Int64N(200)})
+		},
+		steps: func(_ *rand.Rand, table string) [][]string {
+			w, _ := deleteWheres.Load(table)
+			d := w.(deleteWhere)
+			return [][]string{{"delete", table, "--where", fmt.Sprintf("id >= %d AND id < %d", d.lo, d.hi), "-o", "json"}}
+		},
+		judge: func(f *fixture, before, after tableState, complete bool) error {
+			w, _ := deleteWheres.Load(f.site.location)
+			d := w.(deleteWhere)
+			model, err := rowsByID(before)
+			if err != nil {
+				return err
 			}
-		}
-		rows, ids := sortedRows(model)
-		if slices.Equal(rows, after.rows) && slices.Equal(ids, after.ids) {
+			for id := range model {
+				if id >= d.lo && id < d.hi {
+					delete(model, id)
+				}
+			}
+			rows, ids := sortedRows(model)
+			if slices.Equal(rows, after.rows) && slices.Equal(ids, after.ids) {
+				return nil
+			}
+			if complete {
+				return fmt.Errorf("a complete delete of ids [%d, %d) left: %s", d.lo, d.hi, diffStrings(rows, after.rows))
+			}
+			if err := sameRows(before, after); err != nil {
+				return fmt.Errorf("a killed delete of ids [%d, %d) left the table neither before nor after: %w", d.lo, d.hi, err)
+			}
 			return nil
-		}
-		if complete {
-			return fmt.Errorf("a complete delete of ids [%d, %d) left: %s", d.lo, d.hi, diffStrings(rows, after.rows))
-		}
-		if err := sameRows(before, after); err != nil {
-			return fmt.Errorf("a killed delete of ids [%d, %d) left the table neither before nor after: %w", d.lo, d.hi, err)
-		}
-		return nil
-	},
+		},
+	}
 }
 
 // keyedCommands are the keyed writers under torture. They have their own kill budget
 // (suiteSize.keyedKills), so that they do not thin the maintenance commands' share.
-var keyedCommands = []crashCommand{mergeCommand("merge", plain), upsertIngestCommand, deleteCommand}
+var keyedCommands = []crashCommand{
+	mergeCommand("merge", plain), mergeCommand("merge-dv", deletionVectors), upsertIngestCommand,
+	deleteCommand("delete", partitioned), deleteCommand("delete-dv", deletionVectors),
+}
 
 // TestCrashKeyed SIGKILLs the keyed writers at random moments, on local disk, S3 and Azure: after
 // every kill the table holds the batches before it, each once, and the run that follows applies the

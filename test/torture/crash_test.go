@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltakeeper/deltakeeper/internal/testutil/s3fault"
+	"github.com/deltakeeper/deltakeeper/worker/delta"
 )
 
 // crashCommand is one command of the crash test (and of the fault runs): the table it runs on, how
@@ -202,13 +204,9 @@ func finalSweep(t *testing.T, f *fixture, r *runner) {
 		t.Fatalf("the final sweep changed the rows: %v", err)
 	}
 	files := f.site.rawFiles(t)
-	live, err := f.log.liveFiles(after.version)
+	isLive, err := liveKeys(f.log, after.version)
 	if err != nil {
 		t.Fatal(err)
-	}
-	isLive := map[string]bool{}
-	for _, p := range live {
-		isLive[p] = true
 	}
 	var orphans, temps, server []string
 	for _, fl := range files {
@@ -255,6 +253,34 @@ func finalSweep(t *testing.T, f *fixture, r *runner) {
 	if f.site.srv != nil {
 		verify(t, checkNoUploads, uploadErr)
 	}
+}
+
+// liveKeys are the keys of the files version v needs: its data files and their deletion vector files.
+func liveKeys(l *logRecorder, v int64) (map[string]bool, error) {
+	dvs, err := l.liveFileDVs(v)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for p, raw := range dvs {
+		keys[p] = true
+		if raw == nil {
+			continue
+		}
+		var d delta.DeletionVectorDescriptor
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return nil, fmt.Errorf("live file %s: deletion vector %s: %w", p, raw, err)
+		}
+		if d.StorageType == delta.DVStorageInline {
+			continue
+		}
+		key, err := d.StorageKey("")
+		if err != nil {
+			return nil, fmt.Errorf("live file %s: %w", p, err)
+		}
+		keys[key] = true
+	}
+	return keys, nil
 }
 
 // isServerInternal reports the S3 test server's own temp objects (rclone's ".rclone_temp_" names):
