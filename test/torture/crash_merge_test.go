@@ -204,7 +204,7 @@ func (s *keyedStream) judge(f *fixture, before, after tableState, complete bool,
 	}
 	switch {
 	case found < 0:
-		return fmt.Errorf("the table holds no prefix of the cycle's batches (%d seen applied before): %v", s.applied, mismatch)
+		return fmt.Errorf("the table holds no prefix of the cycle's batches (%d seen applied before): %w", s.applied, mismatch)
 	case complete && found < len(s.pending):
 		return fmt.Errorf("a complete run applied %d of the cycle's %d batches", found, len(s.pending))
 	}
