@@ -39,7 +39,10 @@ type suiteFigures struct {
 	keyedBatches, keyedReplays int
 	// keyedDVs sums the deletion vectors live after each judged run of a keyed writer.
 	keyedDVs int
-	notes    []string
+	// uncommittedData and uncommittedDVs are the files of killed runs that no commit added, found
+	// before the final sweeps (whose vacuum must remove them).
+	uncommittedData, uncommittedDVs int
+	notes                           []string
 }
 
 var figures = &suiteFigures{}
@@ -59,6 +62,8 @@ func (f *suiteFigures) String() string {
 		size.name, masterSeed, f.kills, f.lateKills, f.commits, f.faultRuns, f.faultRunsFailed, f.faultsInjected)
 	fmt.Fprintf(&b, "  keyed writers: %d batches applied, %d replayed after a kill had committed them; %d deletion vectors live over the judged states\n",
 		f.keyedBatches, f.keyedReplays, f.keyedDVs)
+	fmt.Fprintf(&b, "  leftovers of killed runs before the final sweeps: %d data files and %d DV files that no commit added (the final zero-retention vacuum must remove them)\n",
+		f.uncommittedData, f.uncommittedDVs)
 	for _, n := range f.notes {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}
