@@ -34,7 +34,15 @@ type suiteFigures struct {
 	kills, lateKills, commits  int
 	faultRuns, faultRunsFailed int
 	faultsInjected             int
-	notes                      []string
+	// keyedBatches were applied by the keyed writers' runs; keyedReplays are batches a run after a
+	// kill ran again although the killed run had committed them (each must commit nothing).
+	keyedBatches, keyedReplays int
+	// keyedDVs sums the deletion vectors live after each judged run of a keyed writer.
+	keyedDVs int
+	// uncommittedData and uncommittedDVs are the files of killed runs that no commit added, found
+	// before the final sweeps (whose vacuum must remove them).
+	uncommittedData, uncommittedDVs int
+	notes                           []string
 }
 
 var figures = &suiteFigures{}
@@ -52,6 +60,10 @@ func (f *suiteFigures) String() string {
 	fmt.Fprintf(&b, "torture figures (size %s, seed %d): %d kills of live processes (%d more landed after the process had exited), "+
 		"%d commits in the concurrency test, %d fault runs (%d failed cleanly), %d faults injected\n",
 		size.name, masterSeed, f.kills, f.lateKills, f.commits, f.faultRuns, f.faultRunsFailed, f.faultsInjected)
+	fmt.Fprintf(&b, "  keyed writers: %d batches applied, %d replayed after a kill had committed them; %d deletion vectors live over the judged states\n",
+		f.keyedBatches, f.keyedReplays, f.keyedDVs)
+	fmt.Fprintf(&b, "  leftovers of killed runs before the final sweeps: %d data files and %d DV files that no commit added (the final zero-retention vacuum must remove them)\n",
+		f.uncommittedData, f.uncommittedDVs)
 	for _, n := range f.notes {
 		fmt.Fprintf(&b, "  %s\n", n)
 	}

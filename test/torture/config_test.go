@@ -26,6 +26,8 @@ type suiteSize struct {
 	// kills is the number of SIGKILLs per backend that hit a live process (kills landing after the
 	// process exited do not count).
 	kills int
+	// keyedKills is the same for the keyed writers (merge, upsert ingest, delete --where).
+	keyedKills int
 	// commits is the number of commits of the concurrency test per backend.
 	commits int
 	// faultRuns is the number of command runs through the fault proxy.
@@ -35,9 +37,9 @@ type suiteSize struct {
 var sizes = map[string]suiteSize{
 	// About four minutes on two busy cores for local and S3, plus about one and a half for Azure: what
 	// `make test` can afford.
-	"ci": {name: "ci", kills: 30, commits: 75, faultRuns: 60},
+	"ci": {name: "ci", kills: 30, keyedKills: 15, commits: 75, faultRuns: 60},
 	// `make torture`: the counts issue 10 asks for, with some margin.
-	"full": {name: "full", kills: 120, commits: 300, faultRuns: 260},
+	"full": {name: "full", kills: 120, keyedKills: 100, commits: 300, faultRuns: 260},
 }
 
 // size and seed are set once by TestMain.

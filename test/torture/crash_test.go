@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltakeeper/deltakeeper/internal/testutil/s3fault"
+	"github.com/deltakeeper/deltakeeper/worker/delta"
 )
 
 // crashCommand is one command of the crash test (and of the fault runs): the table it runs on, how
@@ -187,6 +189,7 @@ func mustState(t testing.TB, o *observer, when string) tableState {
 // file, no incomplete upload — and that log cleanup did delete the expired commits.
 func finalSweep(t *testing.T, f *fixture, r *runner) {
 	before := mustState(t, f.observer, "before the final sweep")
+	countUncommitted(t, f)
 	aged := f.site.canAgeLog()
 	if aged {
 		f.site.ageLog(t, logAge)
@@ -202,13 +205,9 @@ func finalSweep(t *testing.T, f *fixture, r *runner) {
 		t.Fatalf("the final sweep changed the rows: %v", err)
 	}
 	files := f.site.rawFiles(t)
-	live, err := f.log.liveFiles(after.version)
+	isLive, err := liveKeys(f.log, after.version)
 	if err != nil {
 		t.Fatal(err)
-	}
-	isLive := map[string]bool{}
-	for _, p := range live {
-		isLive[p] = true
 	}
 	var orphans, temps, server []string
 	for _, fl := range files {
@@ -255,6 +254,81 @@ func finalSweep(t *testing.T, f *fixture, r *runner) {
 	if f.site.srv != nil {
 		verify(t, checkNoUploads, uploadErr)
 	}
+}
+
+// liveKeys are the keys of the files version v needs: its data files and their deletion vector files.
+func liveKeys(l *logRecorder, v int64) (map[string]bool, error) {
+	dvs, err := l.liveFileDVs(v)
+	if err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for p, raw := range dvs {
+		if err := addFileKeys(keys, p, raw); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// committedKeys are the keys of every file some recorded commit added (data files and DV files):
+// a file outside the log that is not among them was written by a run that never committed it.
+func committedKeys(l *logRecorder) (map[string]bool, error) {
+	keys := map[string]bool{}
+	for v, data := range l.commits {
+		c, err := parseCommit(v, data)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range c.adds {
+			if err := addFileKeys(keys, a.Path, a.DeletionVector); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return keys, nil
+}
+
+// addFileKeys adds a data file's key and, if its deletion vector has a file, that file's key.
+func addFileKeys(keys map[string]bool, path string, dv json.RawMessage) error {
+	keys[path] = true
+	if len(dv) == 0 || string(dv) == "null" {
+		return nil
+	}
+	var d delta.DeletionVectorDescriptor
+	if err := json.Unmarshal(dv, &d); err != nil {
+		return fmt.Errorf("file %s: deletion vector %s: %w", path, dv, err)
+	}
+	if d.StorageType == delta.DVStorageInline {
+		return nil
+	}
+	key, err := d.StorageKey("")
+	if err != nil {
+		return fmt.Errorf("file %s: %w", path, err)
+	}
+	keys[key] = true
+	return nil
+}
+
+// countUncommitted adds to the figures the files of killed runs that no commit ever added (data
+// and DV files), which the final sweep's vacuum must then remove.
+func countUncommitted(t *testing.T, f *fixture) {
+	committed, err := committedKeys(f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, dvs := 0, 0
+	for _, fl := range f.site.rawFiles(t) {
+		name := fl.key[strings.LastIndexByte(fl.key, '/')+1:]
+		switch {
+		case strings.HasPrefix(fl.key, "_delta_log/"), isServerInternal(f.site, fl.key), tempName.MatchString(fl.key), committed[fl.key]:
+		case strings.HasPrefix(name, "deletion_vector_"):
+			dvs++
+		default:
+			data++
+		}
+	}
+	figures.add(func(fg *suiteFigures) { fg.uncommittedData += data; fg.uncommittedDVs += dvs })
 }
 
 // isServerInternal reports the S3 test server's own temp objects (rclone's ".rclone_temp_" names):

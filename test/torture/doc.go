@@ -9,6 +9,15 @@
 //     replayed from the harness's own copies of the commits, ids read with parquet-go), its versions
 //     must be contiguous, no commit may have changed, and the next run must succeed. A final vacuum
 //     (zero retention) and log cleanup must leave no orphan and no temp file behind.
+//   - TestCrashKeyed does the same to the keyed writers (issue 13): `merge` with --app-id/--batch-id
+//     (upsert with a delete marker, update, delete), `ingest --mode upsert` and `delete --where`, on
+//     copy-on-write and deletion-vector tables. A cycle writes a few keyed batches and every run
+//     applies them in order, as a stream that lost its process would. After every kill the table must
+//     hold the rows before the cycle with a prefix of its batches applied (a model: each key its last
+//     row, deleted keys absent; never a shorter prefix than seen before), one commit per batch with
+//     the next batch id (a replayed batch commits nothing); a delete is all or nothing. The
+//     independent reader applies the deletion vectors the log names, and the final sweep counts the
+//     DV files of live files as live and any other as an orphan.
 //   - TestConcurrency races independent appender processes (this test binary re-executed) against
 //     looping maintenance processes (the CLI): every appended row exactly once, every version readable
 //     by time travel and equal to what the log says it holds, no commit file ever overwritten.

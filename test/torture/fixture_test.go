@@ -56,12 +56,15 @@ func rowsFor(rng *rand.Rand, first int64, n int) []types.Struct {
 type tableShape int
 
 const (
-	plain       tableShape = iota // unpartitioned, unclustered
-	partitioned                   // by p
-	clustered                     // liquid clustering by k (declared at creation)
+	plain           tableShape = iota // unpartitioned, unclustered
+	partitioned                       // by p
+	clustered                         // liquid clustering by k (declared at creation)
+	deletionVectors                   // unpartitioned, deletion vectors enabled: merges and deletes write DVs
 )
 
-func (s tableShape) String() string { return [...]string{"plain", "partitioned", "clustered"}[s] }
+func (s tableShape) String() string {
+	return [...]string{"plain", "partitioned", "clustered", "deletionVectors"}[s]
+}
 
 // fixture writes a torture table directly (not through the CLI), between the runs under test.
 type fixture struct {
@@ -78,8 +81,11 @@ func newFixture(t *testing.T, s *site, shape tableShape, rng *rand.Rand) *fixtur
 	for k, v := range tortureProperties {
 		opts.Configuration[k] = v
 	}
-	if shape == partitioned {
+	switch shape {
+	case partitioned:
 		opts.PartitionColumns = []string{"p"}
+	case deletionVectors:
+		opts.Configuration[delta.PropEnableDeletionVectors] = "true"
 	}
 	if _, err := f.tbl.Create(ctx, opts); err != nil {
 		t.Fatalf("creating the %s table: %v", shape, err)

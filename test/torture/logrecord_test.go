@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -23,12 +24,12 @@ type logRecorder struct {
 	commits map[int64][]byte
 	high    int64 // highest version recorded, -1 before the first
 	// replayed caches the newest replay: the live files at version replayedAt.
-	replayed   map[string]bool
+	replayed   map[string]json.RawMessage // path -> its deletion vector descriptor (nil: none)
 	replayedAt int64
 }
 
 func newLogRecorder() *logRecorder {
-	return &logRecorder{commits: map[int64][]byte{}, high: -1, replayed: map[string]bool{}, replayedAt: -1}
+	return &logRecorder{commits: map[int64][]byte{}, high: -1, replayed: map[string]json.RawMessage{}, replayedAt: -1}
 }
 
 // The names the harness recognises in _delta_log, by itself.
@@ -203,14 +204,26 @@ func parseCommit(v int64, data []byte) (commitActions, error) {
 	return c, sc.Err()
 }
 
-// liveFiles replays the recorded commits 0..v and returns the files live at v. The tables of the
-// suite have no deletion vectors; one showing up is reported rather than misread.
+// liveFiles replays the recorded commits 0..v and returns the data files live at v.
 func (r *logRecorder) liveFiles(v int64) ([]string, error) {
-	live, from := map[string]bool{}, int64(0)
+	live, err := r.liveFileDVs(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(live))
+	for p := range live {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// liveFileDVs replays the recorded commits 0..v and returns the data files live at v with the
+// deletion vector descriptor of each (nil for none), as the log spells it.
+func (r *logRecorder) liveFileDVs(v int64) (map[string]json.RawMessage, error) {
+	live, from := map[string]json.RawMessage{}, int64(0)
 	if r.replayedAt >= 0 && r.replayedAt <= v {
-		for p := range r.replayed {
-			live[p] = true
-		}
+		maps.Copy(live, r.replayed)
 		from = r.replayedAt + 1
 	}
 	for i := from; i <= v; i++ {
@@ -226,17 +239,13 @@ func (r *logRecorder) liveFiles(v int64) ([]string, error) {
 			delete(live, rm.Path)
 		}
 		for _, a := range c.adds {
-			if len(a.DeletionVector) > 0 && string(a.DeletionVector) != "null" {
-				return nil, fmt.Errorf("commit %d adds %s with a deletion vector, which the independent check does not read", i, a.Path)
+			dv := a.DeletionVector
+			if string(dv) == "null" {
+				dv = nil
 			}
-			live[a.Path] = true
+			live[a.Path] = dv
 		}
 	}
 	r.replayed, r.replayedAt = live, v
-	out := make([]string, 0, len(live))
-	for p := range live {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out, nil
+	return maps.Clone(live), nil
 }

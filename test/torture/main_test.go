@@ -28,8 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	defaultParallelism()
-	fmt.Printf("torture: size %s (%d kills and %d commits on each of %d backends, %d fault runs), seed %d (%s=%d replays it)\n",
-		size.name, size.kills, size.commits, len(backends), size.faultRuns, masterSeed, envSeed, masterSeed)
+	fmt.Printf("torture: size %s (%d kills, %d of keyed writers, and %d commits on each of %d backends, %d fault runs), seed %d (%s=%d replays it)\n",
+		size.name, size.kills, size.keyedKills, size.commits, len(backends), size.faultRuns, masterSeed, envSeed, masterSeed)
 	dir, err := os.MkdirTemp("", "deltakeeper-torture-bin-*")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)

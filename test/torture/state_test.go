@@ -2,9 +2,11 @@ package torture
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -129,10 +131,11 @@ func (o *observer) at(ctx context.Context, v int64) (tableState, error) {
 func (o *observer) stateOf(ctx context.Context, snap *delta.Snapshot) (tableState, error) {
 	v := int64(snap.Version())
 	st := tableState{version: v}
-	live, err := o.log.liveFiles(v)
+	dvs, err := o.log.liveFileDVs(v)
 	if err != nil {
 		return st, err
 	}
+	live := slices.Sorted(maps.Keys(dvs))
 	var projected []string
 	for _, f := range snap.Files() {
 		p, err := url.PathUnescape(f.Path)
@@ -160,6 +163,9 @@ func (o *observer) stateOf(ctx context.Context, snap *delta.Snapshot) (tableStat
 		if err != nil {
 			return st, fmt.Errorf("version %d: %w", v, err)
 		}
+		if ids, err = o.withoutDeleted(ctx, p, ids, dvs[p]); err != nil {
+			return st, fmt.Errorf("version %d: %w", v, err)
+		}
 		st.ids = append(st.ids, ids...)
 	}
 	slices.Sort(st.ids)
@@ -168,6 +174,33 @@ func (o *observer) stateOf(ctx context.Context, snap *delta.Snapshot) (tableStat
 			v, len(projectIDs), len(st.ids), diffInts(st.ids, projectIDs))
 	}
 	return st, nil
+}
+
+// withoutDeleted drops the rows a file's deletion vector (the descriptor as the log spells it)
+// deletes. The descriptor is the harness's own reading of the log; the bitmap is decoded by the
+// project's reader, which worker/table's spec decoder checks on the DVs the project writes.
+func (o *observer) withoutDeleted(ctx context.Context, path string, ids []int64, raw json.RawMessage) ([]int64, error) {
+	if raw == nil {
+		return ids, nil
+	}
+	var d delta.DeletionVectorDescriptor
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("live file %s: deletion vector %s: %w", path, raw, err)
+	}
+	deleted, err := delta.LoadDeletionVector(ctx, o.site.store, &d)
+	if err != nil {
+		return nil, fmt.Errorf("live file %s: deletion vector %s: %w", path, raw, err)
+	}
+	if max, ok := deleted.Maximum(), !deleted.IsEmpty(); ok && max >= uint64(len(ids)) {
+		return nil, fmt.Errorf("live file %s: its deletion vector deletes row %d of %d", path, max, len(ids))
+	}
+	kept := make([]int64, 0, len(ids)-int(deleted.GetCardinality()))
+	for i, id := range ids {
+		if !deleted.Contains(uint64(i)) {
+			kept = append(kept, id)
+		}
+	}
+	return kept, nil
 }
 
 // scanRows reads the snapshot with the project's scan into st.rows (canonical, sorted) and returns
