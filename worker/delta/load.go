@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 // ErrIncompleteLog is matched by errors for logs lacking a protocol or metadata action.
@@ -41,7 +43,27 @@ func (t *Table) State(ctx context.Context, v Version) (*TableState, error) {
 	return &TableState{Version: s.version, Protocol: s.protocol, Metadata: s.metadata, Properties: s.props, Timestamp: s.timestamp, InCommitTimestamp: s.ict}, nil
 }
 
+// vanishedLogRetries bounds how often load lists the log again after a file it listed could not be
+// opened.
+var vanishedLogRetries = []time.Duration{50 * time.Millisecond, 250 * time.Millisecond, time.Second}
+
+// load builds the snapshot of target. A log file that the listing showed but that is gone when it is
+// opened is not yet corruption: a concurrent log cleanup may have deleted it after writing a newer
+// checkpoint, and a store may briefly list an object it cannot serve yet. The log is listed again (a
+// few times, with pauses) and only a file that stays listed and missing fails the load, as corruption.
 func (t *Table) load(ctx context.Context, target Version, metadataOnly bool) (*Snapshot, error) {
+	for attempt := 0; ; attempt++ {
+		snap, err := t.loadOnce(ctx, target, metadataOnly)
+		if err == nil || !errors.Is(err, storage.ErrNotFound) || attempt >= len(vanishedLogRetries) || ctx.Err() != nil {
+			return snap, err
+		}
+		if serr := sleepCtx(ctx, vanishedLogRetries[attempt]); serr != nil {
+			return nil, err
+		}
+	}
+}
+
+func (t *Table) loadOnce(ctx context.Context, target Version, metadataOnly bool) (*Snapshot, error) {
 	l, full, err := t.listForTarget(ctx, target)
 	if err != nil {
 		return nil, err
