@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# torture.sh - `make torture`: the full torture suite (test/torture at DELTAKEEPER_TORTURE=full: at least
-# 200 SIGKILLs of every maintenance command, 100 of the keyed writers (merge, upsert ingest, delete), 500
-# commits of appenders racing maintenance, merges racing appends and a clustering loop, 250 runs through the
-# S3 fault proxy, on local disk, on the S3 test server and on Azurite). `make test` runs the same suite at CI
+# torture.sh - `make torture`: the full torture suite (test/torture at DELTAKEEPER_TORTURE=full; per backend —
+# local disk, the S3 test server, Azurite — 120 SIGKILLs of the maintenance commands and ingest, 100 of the
+# keyed writers (merge, upsert ingest, delete), 300 commits of appenders racing maintenance; merges racing
+# appends and a clustering loop; 260 runs through the S3 fault proxy). `make test` runs the same suite at CI
 # size.
 #
 #   DELTAKEEPER_TORTURE_SEED=<n> hack/torture.sh     replays a run (the seed is printed at the start)
