@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 	"github.com/deltakeeper/deltakeeper/bench/internal/runstats"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 )
@@ -48,7 +49,7 @@ func layoutCmd(args []string) {
 	if err := json.Unmarshal(out, &res); err != nil || len(res.Ingest.Batches) != 1 {
 		log.Fatalf("ingest result %s (%v): want one batch", out, err)
 	}
-	live, err := liveFiles(table)
+	live, err := localfs.LiveFiles(table)
 	if err != nil {
 		log.Fatal(err)
 	}

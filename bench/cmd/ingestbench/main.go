@@ -17,7 +17,6 @@
 package main
 
 import (
-	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -28,8 +27,7 @@ import (
 	"sort"
 	"strings"
 
-	_ "github.com/duckdb/duckdb-go/v2"
-
+	"github.com/deltakeeper/deltakeeper/bench/internal/duckconn"
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 	"github.com/deltakeeper/deltakeeper/bench/internal/runstats"
 )
@@ -68,7 +66,7 @@ func sourcesCmd(args []string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := openDuck(2)
+	db, err := duckconn.Open(2)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -81,10 +79,10 @@ func sourcesCmd(args []string) {
 		if err := localfs.CopyFile(f, filepath.Join(*out, "parquet", base+".parquet")); err != nil {
 			log.Fatal(err)
 		}
-		if _, err := db.Exec(fmt.Sprintf("COPY (SELECT * FROM read_parquet(%s)) TO %s (FORMAT csv, HEADER)", quote(f), quote(filepath.Join(*out, "csv", base+".csv")))); err != nil {
+		if _, err := db.Exec(fmt.Sprintf("COPY (SELECT * FROM read_parquet(%s)) TO %s (FORMAT csv, HEADER)", duckconn.Quote(f), duckconn.Quote(filepath.Join(*out, "csv", base+".csv")))); err != nil {
 			log.Fatal(err)
 		}
-		if _, err := db.Exec(fmt.Sprintf("COPY (SELECT * FROM read_parquet(%s)) TO %s (FORMAT json)", quote(f), quote(filepath.Join(*out, "json", base+".json")))); err != nil {
+		if _, err := db.Exec(fmt.Sprintf("COPY (SELECT * FROM read_parquet(%s)) TO %s (FORMAT json)", duckconn.Quote(f), duckconn.Quote(filepath.Join(*out, "json", base+".json")))); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -218,12 +216,12 @@ func duckCmd(args []string) {
 	out := fs.String("out", "", "output file")
 	threads := fs.Int("threads", 2, "DuckDB threads")
 	fs.Parse(args)
-	db, err := openDuck(*threads)
+	db, err := duckconn.Open(*threads)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (FORMAT parquet, COMPRESSION zstd)", reader(*format, *src), quote(*out))); err != nil {
+	if _, err := db.Exec(fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (FORMAT parquet, COMPRESSION zstd)", reader(*format, *src), duckconn.Quote(*out))); err != nil {
 		log.Fatalf("duckdb: %v", err)
 	}
 }
@@ -235,7 +233,7 @@ const duckColumns = "columns = {'id': 'BIGINT', 'ts': 'TIMESTAMP', 'region': 'VA
 
 // reader is DuckDB's reader of every file of a format under dir.
 func reader(format, dir string) string {
-	glob := quote(filepath.Join(dir, "*."+format))
+	glob := duckconn.Quote(filepath.Join(dir, "*."+format))
 	switch format {
 	case "csv":
 		return "read_csv(" + glob + ", header = true, " + duckColumns + ")"
@@ -244,21 +242,6 @@ func reader(format, dir string) string {
 	}
 	return "read_parquet(" + glob + ")"
 }
-
-func openDuck(threads int) (*sql.DB, error) {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(fmt.Sprintf("SET threads = %d", threads)); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 func dirBytes(dir string) int64 {
 	var n int64
@@ -272,7 +255,7 @@ func dirBytes(dir string) int64 {
 }
 
 func countRows(parquetDir string) (int64, error) {
-	db, err := openDuck(2)
+	db, err := duckconn.Open(2)
 	if err != nil {
 		return 0, err
 	}
@@ -284,15 +267,15 @@ func countRows(parquetDir string) (int64, error) {
 
 // verify has DuckDB compare the table's live files with the Parquet source as multisets.
 func verify(table, parquetDir string) (string, error) {
-	live, err := liveFiles(table)
+	live, err := localfs.LiveFiles(table)
 	if err != nil {
 		return "", err
 	}
 	q := make([]string, len(live))
 	for i, f := range live {
-		q[i] = quote(f)
+		q[i] = duckconn.Quote(f)
 	}
-	db, err := openDuck(2)
+	db, err := duckconn.Open(2)
 	if err != nil {
 		return "", err
 	}

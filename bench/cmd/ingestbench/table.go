@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"path/filepath"
-	"sort"
 
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
@@ -46,26 +44,4 @@ func createTable(dir, parquetDir string, configure ...func(*delta.CreateOptions)
 	}
 	_, err = delta.NewTable(store).Create(ctx, opts)
 	return err
-}
-
-// liveFiles lists the absolute paths of a table's live files, sorted.
-func liveFiles(dir string) ([]string, error) {
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := delta.NewTable(store).Latest(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, f := range snap.Files() {
-		key, err := delta.ObjectKey(store.Location(), f.Path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, filepath.Join(dir, filepath.FromSlash(key)))
-	}
-	sort.Strings(out)
-	return out, nil
 }

@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
-	_ "github.com/duckdb/duckdb-go/v2"
-
-	"github.com/deltakeeper/deltakeeper/worker/delta"
-	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/bench/internal/duckconn"
+	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
 )
 
 // duckCmd is DuckDB's side of a run: read the touched files, drop the rows the batch replaces, add the
@@ -32,16 +26,16 @@ func duckCmd(args []string) {
 	}
 	var files []string
 	for _, f := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		files = append(files, quote(f))
+		files = append(files, duckconn.Quote(f))
 	}
-	db, err := openDuck(*threads)
+	db, err := duckconn.Open(*threads)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
 	q := fmt.Sprintf(`COPY (SELECT %[1]s FROM read_parquet([%[2]s]) t ANTI JOIN read_parquet(%[3]s) b USING (id)
 		UNION ALL SELECT %[1]s FROM read_parquet(%[3]s)) TO %[4]s (FORMAT parquet, COMPRESSION zstd)`,
-		benchColumns, strings.Join(files, ", "), quote(*batch), quote(*out))
+		benchColumns, strings.Join(files, ", "), duckconn.Quote(*batch), duckconn.Quote(*out))
 	if _, err := db.Exec(q); err != nil {
 		log.Fatalf("duckdb: %v", err)
 	}
@@ -56,18 +50,18 @@ type truth struct {
 }
 
 func matchedFiles(table, batch string) (truth, error) {
-	live, err := liveFiles(table)
+	live, err := localfs.LiveFiles(table)
 	if err != nil {
 		return truth{}, err
 	}
-	db, err := openDuck(2)
+	db, err := duckconn.Open(2)
 	if err != nil {
 		return truth{}, err
 	}
 	defer db.Close()
 	src := "read_parquet([" + quoteAll(live) + "], filename = true)"
 	var tr truth
-	rows, err := db.Query(fmt.Sprintf("SELECT DISTINCT filename FROM %s WHERE id IN (SELECT id FROM read_parquet(%s)) ORDER BY 1", src, quote(batch)))
+	rows, err := db.Query(fmt.Sprintf("SELECT DISTINCT filename FROM %s WHERE id IN (SELECT id FROM read_parquet(%s)) ORDER BY 1", src, duckconn.Quote(batch)))
 	if err != nil {
 		return truth{}, err
 	}
@@ -80,18 +74,18 @@ func matchedFiles(table, batch string) (truth, error) {
 	}
 	rows.Close()
 	err = db.QueryRow(fmt.Sprintf(`SELECT (SELECT count(*) FROM %[1]s WHERE id IN (SELECT id FROM read_parquet(%[2]s))),
-		(SELECT count(*) FROM read_parquet(%[2]s)), (SELECT count(*) FROM %[1]s)`, src, quote(batch))).Scan(&tr.matchedRows, &tr.batchRows, &tr.tableRows)
+		(SELECT count(*) FROM read_parquet(%[2]s)), (SELECT count(*) FROM %[1]s)`, src, duckconn.Quote(batch))).Scan(&tr.matchedRows, &tr.batchRows, &tr.tableRows)
 	return tr, err
 }
 
 // checkCopyOnWrite has DuckDB read the live files of a copy-on-write table after the merge: the old rows
 // whose id is not in the batch, and the batch, exactly.
 func checkCopyOnWrite(table, batch string, tr truth) error {
-	live, err := liveFiles(table)
+	live, err := localfs.LiveFiles(table)
 	if err != nil {
 		return err
 	}
-	db, err := openDuck(2)
+	db, err := duckconn.Open(2)
 	if err != nil {
 		return err
 	}
@@ -106,7 +100,7 @@ func checkCopyOnWrite(table, batch string, tr truth) error {
 	}
 	var missing int64
 	err = db.QueryRow(fmt.Sprintf(`SELECT count(*) FROM (SELECT %[1]s FROM read_parquet(%[2]s) EXCEPT ALL
-		SELECT %[1]s FROM read_parquet([%[3]s]))`, benchColumns, quote(batch), quoteAll(live))).Scan(&missing)
+		SELECT %[1]s FROM read_parquet([%[3]s]))`, benchColumns, duckconn.Quote(batch), quoteAll(live))).Scan(&missing)
 	if err != nil {
 		return err
 	}
@@ -116,46 +110,10 @@ func checkCopyOnWrite(table, batch string, tr truth) error {
 	return nil
 }
 
-func liveFiles(dir string) ([]string, error) {
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := delta.NewTable(store).Latest(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, f := range snap.Files() {
-		key, err := delta.ObjectKey(store.Location(), f.Path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, filepath.Join(dir, filepath.FromSlash(key)))
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func openDuck(threads int) (*sql.DB, error) {
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(fmt.Sprintf("SET threads = %d", threads)); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 func quoteAll(files []string) string {
 	q := make([]string, len(files))
 	for i, f := range files {
-		q[i] = quote(f)
+		q[i] = duckconn.Quote(f)
 	}
 	return strings.Join(q, ", ")
 }

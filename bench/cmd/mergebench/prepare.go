@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/deltakeeper/deltakeeper/bench/internal/duckconn"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
@@ -41,7 +42,7 @@ func prepareTable(dir, bin string, rows, files int64, layout string, dv bool) er
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return err
 	}
-	db, err := openDuck(2)
+	db, err := duckconn.Open(2)
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func prepareTable(dir, bin string, rows, files int64, layout string, dv bool) er
 	per := rows / files
 	for f := range files {
 		q := fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)", rowsSQL(f*per, per, rows, layout),
-			quote(filepath.Join(src, fmt.Sprintf("f%05d.parquet", f))))
+			duckconn.Quote(filepath.Join(src, fmt.Sprintf("f%05d.parquet", f))))
 		if _, err := db.Exec(q); err != nil {
 			return err
 		}
@@ -88,7 +89,7 @@ func prepareTable(dir, bin string, rows, files int64, layout string, dv bool) er
 // clustered layout 18 runs of consecutive ids at random places, so that few files hold them; in the random
 // one ids drawn uniformly) and a tenth new ids past the table's, with new values in every other column.
 func writeBatch(path string, rows int64, layout string, seed int64) error {
-	db, err := openDuck(2)
+	db, err := duckconn.Open(2)
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func writeBatch(path string, rows int64, layout string, seed int64) error {
 	q := fmt.Sprintf(`COPY (
 		WITH ex AS (SELECT DISTINCT id FROM (%s) LIMIT %d), nw AS (SELECT %d + i AS id FROM range(%d) t(i)), k AS (SELECT id FROM ex UNION ALL SELECT id FROM nw)
 		SELECT id, (id %% 13)::INTEGER AS grp, -1.5::DOUBLE AS amount, 'updated-' || id AS name, TIMESTAMP '2025-06-01' + to_seconds(id) AS ts FROM k
-	) TO %s (FORMAT parquet, COMPRESSION zstd)`, ids, existing, rows, fresh, quote(path))
+	) TO %s (FORMAT parquet, COMPRESSION zstd)`, ids, existing, rows, fresh, duckconn.Quote(path))
 	_, err = db.Exec(q)
 	return err
 }

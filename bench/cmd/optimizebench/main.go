@@ -26,7 +26,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -86,7 +85,7 @@ func runCmd(args []string) {
 	if err != nil {
 		log.Fatalf("optimizebench: make table: %v", err)
 	}
-	live, err := liveFiles(template)
+	live, err := localfs.LiveFiles(template)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -138,7 +137,7 @@ func runCmd(args []string) {
 		}
 		lastCopy = copyDir
 	}
-	after, err := liveFiles(lastCopy)
+	after, err := localfs.LiveFiles(lastCopy)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -252,29 +251,6 @@ func makeTable(in, dir string) (int64, int, error) {
 		}
 	}
 	return total, len(files), nil
-}
-
-// liveFiles lists the absolute paths of a table's live files, sorted.
-func liveFiles(dir string) ([]string, error) {
-	ctx := context.Background()
-	store, err := storage.NewLocal(dir)
-	if err != nil {
-		return nil, err
-	}
-	snap, err := delta.NewTable(store).Latest(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, f := range snap.Files() {
-		key, err := delta.ObjectKey(store.Location(), f.Path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, filepath.Join(dir, filepath.FromSlash(key)))
-	}
-	sort.Strings(out)
-	return out, nil
 }
 
 // profileCmd compacts a copy of a table in-process under the CPU profiler: the same optimize.Run the
