@@ -78,8 +78,12 @@ type streamView struct {
 // the status once, then emits events and metrics.
 func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	// Read uncached: the status names the Job this stream started last and counts the Jobs it started. A
+	// cached copy one write behind would not know a Job deleted right after it was created (its delete
+	// event can arrive before the status write reaches the cache), and the stream would start its
+	// successor under the same name instead of recording the lost run.
 	var si deltav1.StreamIngest
-	if err := r.Get(ctx, req.NamespacedName, &si); err != nil {
+	if err := r.Lock.Reader.Get(ctx, req.NamespacedName, &si); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetStream(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
