@@ -147,6 +147,11 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	st.ActiveJob = ""
 	if active != nil {
+		// A Job of the current slot was started by a pass whose status write was lost (a conflict): count
+		// it now, so that the next Job takes the next slot and the count says how many were started.
+		if active.Name == JobName(si.Spec.Target, JobIngest, ownerKey("StreamIngest", &si), "job/"+strconv.FormatInt(st.JobsStarted, 10)) {
+			st.JobsStarted++
+		}
 		st.ActiveJob = active.Name
 		view.ActiveJob = active.Name
 		view.Stuck = stuckPod(pods[active.Name])
