@@ -32,16 +32,24 @@ type ingestStream struct {
 var ingestStreams sync.Map // table location -> *ingestStream
 
 func ingestStreamOf(t testing.TB, location string) *ingestStream {
-	if s, ok := ingestStreams.Load(location); ok {
-		return s.(*ingestStream)
+	return streamOf(t, &ingestStreams, location, func(dir, state string) *ingestStream {
+		return &ingestStream{dir: dir, state: state}
+	})
+}
+
+// streamOf returns the state a stream keeps for a table location across the cells' cycles, made on first
+// use with a fresh source directory and a checkpoint path outside the table.
+func streamOf[S any](t testing.TB, streams *sync.Map, location string, newStream func(dir, state string) *S) *S {
+	if s, ok := streams.Load(location); ok {
+		return s.(*S)
 	}
 	base := t.TempDir()
-	s := &ingestStream{dir: filepath.Join(base, "src"), state: filepath.Join(base, "state")}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	dir := filepath.Join(base, "src")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	actual, _ := ingestStreams.LoadOrStore(location, s)
-	return actual.(*ingestStream)
+	actual, _ := streams.LoadOrStore(location, newStream(dir, filepath.Join(base, "state")))
+	return actual.(*S)
 }
 
 var ingestCommand = crashCommand{

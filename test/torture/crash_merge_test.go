@@ -77,16 +77,9 @@ type keyedStream struct {
 var keyedStreams sync.Map // table location -> *keyedStream
 
 func keyedStreamOf(t testing.TB, location string) *keyedStream {
-	if s, ok := keyedStreams.Load(location); ok {
-		return s.(*keyedStream)
-	}
-	base := t.TempDir()
-	s := &keyedStream{dir: filepath.Join(base, "src"), state: filepath.Join(base, "state")}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	actual, _ := keyedStreams.LoadOrStore(location, s)
-	return actual.(*keyedStream)
+	return streamOf(t, &keyedStreams, location, func(dir, state string) *keyedStream {
+		return &keyedStream{dir: dir, state: state}
+	})
 }
 
 // newCycle closes the last cycle (its final run applied every batch) and writes n batches of modes.
