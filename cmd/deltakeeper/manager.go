@@ -123,7 +123,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *managerOption
 	if opts.workerImage == "" {
 		opts.workerImage = discoverWorkerImage(ctx, mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"))
 	}
-	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage})
+	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage, LockNamespace: lockNamespace(opts)})
+}
+
+// lockNamespace is where the per-table lock Leases live: the manager's namespace (POD_NAMESPACE from the
+// downward API), else the leader-election namespace, else "default" (a manager run outside a cluster).
+func lockNamespace(opts *managerOptions) string {
+	for _, ns := range []string{os.Getenv("POD_NAMESPACE"), opts.leaderElectNamespace} {
+		if ns != "" {
+			return ns
+		}
+	}
+	return "default"
 }
 
 // releaseImage is the worker image when neither the flag nor the manager's own Pod names one.
