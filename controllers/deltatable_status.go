@@ -332,7 +332,11 @@ func setReady(t *deltav1.DeltaTable, st *deltav1.DeltaTableStatus, conds conditi
 		ready(metav1.ConditionFalse, deltav1.ReasonPropertiesPending,
 			fmt.Sprintf("spec generation %d is not applied yet%s", t.Generation, progress))
 	default:
-		ready(metav1.ConditionTrue, deltav1.ReasonInspected, factsMessage(st))
+		msg := factsMessage(st)
+		if v.Stuck != "" {
+			msg += "; " + v.Stuck // a maintenance Job that does not start: the table is fine, the Job is not
+		}
+		ready(metav1.ConditionTrue, deltav1.ReasonInspected, msg)
 	}
 }
 

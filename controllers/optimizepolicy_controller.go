@@ -141,8 +141,14 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	// 3. Record finished runs.
-	if _, err := r.checkStarts(ctx, pass.jobs, pods, pol.UID, pol.Spec.JobTemplate.StartTimeoutDuration(), now, &wake); err != nil {
+	whys, err := r.checkStarts(ctx, pass.jobs, pods, pol.UID, pol.Spec.JobTemplate.StartTimeoutDuration(), now, &wake)
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	for _, name := range sortedKeys(whys) {
+		if whys[name] != "" {
+			view.NotStarting = append(view.NotStarting, "Job "+name+": "+whys[name])
+		}
 	}
 	var added []*finishedRun
 	ps.st.RecentRuns, added = foldFinishedJobs(ps.st.RecentRuns, pass.jobs, pods, now, maxPolicyRuns, &wake)
