@@ -29,7 +29,7 @@ func failedCreateEvent(t *testing.T, job *batchv1.Job, msg string) {
 	t.Helper()
 	now := metav1.Now()
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: job.Name + ".", Namespace: job.Namespace},
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: job.Name + ".", Namespace: job.Namespace},
 		InvolvedObject: corev1.ObjectReference{Kind: "Job", APIVersion: "batch/v1", Namespace: job.Namespace, Name: job.Name, UID: job.UID},
 		Reason:         "FailedCreate", Message: msg, Type: corev1.EventTypeWarning, Count: 3,
 		Source:         corev1.EventSource{Component: "job-controller"},
