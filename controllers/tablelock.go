@@ -206,7 +206,7 @@ func (l *TableLock) isStale(ctx context.Context, namespace, holder string, acqui
 func (l *TableLock) Release(ctx context.Context, table *deltav1.DeltaTable, jobName string) error {
 	key, _, err := l.leaseKey(table)
 	if err != nil {
-		return nil //nolint:nilerr // a location without a key never had a Lease
+		return nil // a location without a key never had a Lease (and Acquire refused it)
 	}
 	var lease coordinationv1.Lease
 	if err := l.Reader.Get(ctx, key, &lease); err != nil {
@@ -226,7 +226,7 @@ func (l *TableLock) Release(ctx context.Context, table *deltav1.DeltaTable, jobN
 func (l *TableLock) Holder(ctx context.Context, table *deltav1.DeltaTable) (name string, ownNamespace bool, err error) {
 	key, _, err := l.leaseKey(table)
 	if err != nil {
-		return "", false, nil //nolint:nilerr // a location without a key never had a Lease
+		return "", false, nil // a location without a key never had a Lease (and Acquire refused it)
 	}
 	var lease coordinationv1.Lease
 	if err := l.Reader.Get(ctx, key, &lease); err != nil {
