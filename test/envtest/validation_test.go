@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
 )
 
 // invalidManifests are mistakes users make, each with the part of the API server's message that tells them
@@ -328,4 +331,69 @@ func samples(t *testing.T) []*unstructured.Unstructured {
 		}
 	}
 	return objs
+}
+
+// What admission cannot check, the controllers do: an image the manager may not run (a flag of the manager,
+// not of the API), a pod label value (CEL cannot afford a regular expression over a map's unbounded values)
+// and a time zone (the manager's time zone database decides). Each makes the object say so in a condition
+// and an Event, and no Job starts for it.
+func TestControllers_ReportWhatAdmissionCannotCheck(t *testing.T) {
+	ctx, ns, _ := controllerTest(t)
+	const evil = "evil.example.com/miner:1"
+	notAllowed := `jobTemplate.image "` + evil + `" is not allowed: this manager runs only ` + testWorkerImage + ` (its --allowed-worker-images flag)`
+	badLabel := `jobTemplate.podLabels value team="data platform" is not a label value`
+	tableCase := func(name string, tmpl *deltav1.JobTemplate, want string) {
+		t.Run("DeltaTable "+name, func(t *testing.T) {
+			table := &deltav1.DeltaTable{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: deltav1.DeltaTableSpec{Location: "s3://lake/" + name, JobTemplate: tmpl}}
+			if err := k8sClient.Create(ctx, table); err != nil {
+				t.Fatal(err)
+			}
+			waitTable(t, table, "is InvalidSpec", func(tb *deltav1.DeltaTable) (bool, string) {
+				ready := condition(tb.Status.Conditions, deltav1.ConditionReady)
+				return strings.HasPrefix(ready, "False/InvalidSpec: ") && strings.Contains(ready, want), ready
+			})
+			waitEvent(t, ns, name, "InvalidSpec", want)
+			if jobs := tableJobs(t, ns, name, ""); len(jobs) != 0 {
+				t.Errorf("Jobs started for an invalid table: %v", liveJobs(jobs))
+			}
+		})
+	}
+	tableCase("foreign-image", &deltav1.JobTemplate{Image: evil}, notAllowed)
+	tableCase("bad-label", &deltav1.JobTemplate{PodLabels: map[string]string{"team": "data platform"}}, badLabel)
+
+	policyCase := func(name string, spec deltav1.OptimizePolicySpec, wantReady, wantEvent string) {
+		t.Run("OptimizePolicy "+name, func(t *testing.T) {
+			spec.Targets = deltav1.PolicyTargets{TableNames: []string{"foreign-image"}}
+			p := newPolicy(t, ns, name, spec)
+			waitPolicy(t, p, "reports the spec", func(p *deltav1.OptimizePolicy) (bool, string) {
+				ready := condition(p.Status.Conditions, deltav1.ConditionReady)
+				return strings.HasPrefix(ready, wantReady), ready
+			})
+			waitEvent(t, ns, name, "InvalidSpec", wantEvent)
+		})
+	}
+	policyCase("foreign-image", deltav1.OptimizePolicySpec{JobTemplate: &deltav1.JobTemplate{Image: evil}},
+		"False/InvalidSpec: "+notAllowed, notAllowed)
+	policyCase("bad-label", deltav1.OptimizePolicySpec{JobTemplate: &deltav1.JobTemplate{PodLabels: map[string]string{"team": "data platform"}}},
+		"False/InvalidSpec: "+badLabel, badLabel)
+	policyCase("mars", deltav1.OptimizePolicySpec{Schedule: "0 3 * * *", TimeZone: "Mars/Olympus_Mons"},
+		`False/InvalidSchedule: timeZone "Mars/Olympus_Mons" is not an IANA time zone (e.g. Europe/Berlin)`, "is not an IANA time zone")
+
+	t.Run("StreamIngest foreign-image", func(t *testing.T) {
+		newTable(t, ns, "landing", nil)
+		si := newStream(t, ns, "foreign-image", "landing", func(s *deltav1.StreamIngestSpec) {
+			s.JobTemplate = &deltav1.JobTemplate{Image: evil}
+		})
+		waitStream(t, si, "is stalled", func(s *deltav1.StreamIngest) (bool, string) {
+			stalled := condition(s.Status.Conditions, deltav1.ConditionStalled)
+			return strings.HasPrefix(stalled, "True/InvalidSpec: ") && strings.Contains(stalled, notAllowed), stalled
+		})
+		waitEvent(t, ns, "foreign-image", "InvalidSpec", notAllowed)
+		for _, j := range tableJobs(t, ns, "landing", "") {
+			if j.Labels[deltav1.LabelOperation] == "ingest" {
+				t.Errorf("ingest Job %s started with a foreign image", j.Name)
+			}
+		}
+	})
 }
