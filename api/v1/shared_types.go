@@ -10,8 +10,8 @@ import (
 // full pod template would push the CRDs past the size that client-side apply and Argo CD can handle.
 type JobTemplate struct {
 	// Image overrides the worker image (default: the image the manager was started with). The manager runs
-	// only the images its --allowed-worker-images flag lists (default: its own worker image); a template naming
-	// another makes the object InvalidSpec and runs nothing.
+	// only its worker image and the images its --allowed-worker-images flag lists (default: none); a template
+	// naming another makes the object InvalidSpec and runs nothing.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
