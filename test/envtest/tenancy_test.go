@@ -63,8 +63,13 @@ func TestNamespaceScopedInstall_ManagerWorksInItsNamespacesAndNowhereElse(t *tes
 		"create a table Lease in " + watchedB: func() error {
 			return asManager.Create(ctx, probeLease(watchedB), client.DryRunAll)
 		},
-		"list DeltaTables in " + watchedA:     func() error { return asManager.List(ctx, &deltav1.DeltaTableList{}, client.InNamespace(watchedA)) },
-		"take the leader Lease in " + release: func() error { return asManager.Create(ctx, probeLease(release), client.DryRunAll) },
+		"list DeltaTables in " + watchedA:       func() error { return asManager.List(ctx, &deltav1.DeltaTableList{}, client.InNamespace(watchedA)) },
+		"create the leader Lease in " + release: func() error { return asManager.Create(ctx, probeLease(release), client.DryRunAll) },
+		"renew the leader Lease in " + release: func() error {
+			l := probeLease(release)
+			l.Name, l.ResourceVersion = "deltakeeper.deltakeeper.io", "1"
+			return ignoreNotFound(asManager.Update(ctx, l, client.DryRunAll))
+		},
 		"read its own Pod's namespace " + release: func() error {
 			return ignoreNotFound(asManager.Get(ctx, client.ObjectKey{Namespace: release, Name: "mgr"}, &corev1.Pod{}))
 		},
@@ -85,6 +90,11 @@ func TestNamespaceScopedInstall_ManagerWorksInItsNamespacesAndNowhereElse(t *tes
 		"list DeltaTables in every namespace": func() error { return asManager.List(ctx, &deltav1.DeltaTableList{}) },
 		"read pods in " + other:               func() error { return asManager.List(ctx, &corev1.PodList{}, client.InNamespace(other)) },
 		"list Secrets in " + watchedA:         func() error { return asManager.List(ctx, &corev1.SecretList{}, client.InNamespace(watchedA)) },
+		"renew a Lease other than the leader's in " + release: func() error {
+			l := probeLease(release)
+			l.ResourceVersion = "1"
+			return asManager.Update(ctx, l, client.DryRunAll)
+		},
 	}
 	for what, do := range allowed {
 		if err := do(); err != nil {
