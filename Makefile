@@ -16,6 +16,7 @@ help: ## Show the targets.
 generate: ## Generate deepcopy code, CRDs and RBAC from the API markers.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	hack/crd-quantity-messages.sh
 	$(CONTROLLER_GEN) rbac:roleName=deltakeeper-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	hack/gen-chart-crds.sh
 	$(GO) run ./hack/gen-api-docs config/crd/bases docs/api.md

@@ -116,6 +116,9 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		selector = s
 	}
+	if err := r.checkJobTemplate(pol.Spec.JobTemplate); err != nil && view.SpecError == "" {
+		view.SpecReason, view.SpecError = deltav1.ReasonInvalidSpec, err.Error()
+	}
 	view.NoSteps = !pol.CompactionEnabled() && !pol.ClusteringEnabled() && !pol.VacuumEnabled() && !pol.CheckpointEnabled()
 
 	// 2. Targets and Jobs.

@@ -33,6 +33,8 @@ type reconcilerBase struct {
 	WorkerImage string
 	// APIReader reads what the cache does not hold (a Job's events); nil in unit tests.
 	APIReader client.Reader
+	// AllowedImages are the images besides WorkerImage that a jobTemplate may name (checkJobTemplate).
+	AllowedImages []string
 }
 
 // tableJobs lists the maintenance and inspect Jobs on a table, from any owner, from the cache. Ingest Jobs

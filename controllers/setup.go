@@ -17,6 +17,8 @@ import (
 type Config struct {
 	// WorkerImage runs the worker Jobs unless a jobTemplate names another.
 	WorkerImage string
+	// AllowedImages are the other images a jobTemplate may name: exact references or prefixes ending in *.
+	AllowedImages []string
 	// Clock is the reconcilers' clock; tests pass a fake one.
 	Clock clock.PassiveClock
 	// EventRecorderName is the reporting controller of the Events (default "deltakeeper").
@@ -48,7 +50,8 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 	}
 	recorder := mgr.GetEventRecorder(cfg.EventRecorderName)
 	lock := &TableLock{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: cfg.Clock, Namespace: cfg.LockNamespace}
-	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage, APIReader: mgr.GetAPIReader()}
+	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage,
+		AllowedImages: cfg.AllowedImages, APIReader: mgr.GetAPIReader()}
 	if err := indexTableIdentity(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
