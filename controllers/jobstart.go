@@ -23,7 +23,7 @@ import (
 // cannot be pulled, a missing Secret: a waiting reason) would otherwise look "running" for up to
 // activeDeadlineSeconds while it holds the table's lock. The reconcilers look at every live Job's pods
 // (and, when it has none, its events) each startCheckInterval and say why in Ready's message; once
-// jobTemplate.startTimeout has passed since the Job was created, the Job's owner marks it
+// jobTemplate.startTimeout has passed since the Job was created (waitingSince), the Job's owner marks it
 // (AnnotationStartFailed), which makes it a finished, failed run everywhere (isLive, readRun): the lock is
 // released, the run is recorded with reason StartFailed (history, Event, runs metric), and the owner deletes
 // the Job once its status holds the record.
@@ -111,6 +111,18 @@ func eventTime(e *corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
+// waitingSince is when a Job began to wait for its pod: its creation, or its scheduled time when that is
+// later. In a cluster the scheduled time (the reconciler's clock when it decided to start the Job) is never
+// after the creation; with a clock that runs apart from the API server's (tests), it is the time the
+// reconciler's own clock measures the wait from.
+func waitingSince(job *batchv1.Job) time.Time {
+	since := job.CreationTimestamp.Time
+	if t, err := time.Parse(time.RFC3339, job.Annotations[deltav1.AnnotationScheduledTime]); err == nil && t.After(since) {
+		since = t
+	}
+	return since
+}
+
 // startTimeoutMessage is the run record's message for a Job past its start timeout.
 func startTimeoutMessage(job *batchv1.Job, timeout time.Duration, why string) string {
 	if why == "" {
@@ -157,7 +169,7 @@ func (r *reconcilerBase) checkStarts(ctx context.Context, jobs []batchv1.Job, po
 			w.in(startCheckInterval)
 			continue
 		}
-		if left := timeout - now.Sub(j.CreationTimestamp.Time); left > 0 {
+		if left := timeout - now.Sub(waitingSince(j)); left > 0 {
 			w.in(min(left, startCheckInterval))
 			continue
 		}

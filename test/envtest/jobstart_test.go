@@ -78,7 +78,11 @@ func waitJobGone(t *testing.T, job *batchv1.Job) {
 // time) and pokes obj.
 func passStartTimeout(t *testing.T, clk *clocktesting.FakeClock, job *batchv1.Job, timeout time.Duration, obj client.Object) {
 	t.Helper()
-	if at := job.CreationTimestamp.Add(timeout + 2*time.Second); at.After(clk.Now()) {
+	since := job.CreationTimestamp.Time
+	if sched, err := time.Parse(time.RFC3339, job.Annotations[deltav1.AnnotationScheduledTime]); err == nil && sched.After(since) {
+		since = sched // the manager measures from the later of the two (controllers.waitingSince)
+	}
+	if at := since.Add(timeout + 2*time.Second); at.After(clk.Now()) {
 		clk.SetTime(at)
 	}
 	poke(t, obj)
@@ -192,4 +196,45 @@ func TestOptimizePolicy_JobWithImpossibleRequestsIsExplainedThenStopped(t *testi
 	}
 	waitEvent(t, ns, "huge", "StartFailed", "Insufficient cpu")
 	eventually(t, "the lock released", func() (bool, string) { h := leaseHolder(t, ns, "big"); return h == "", h })
+}
+
+func TestStreamIngest_JobWithAnUnpullableImageIsExplainedThenStopped(t *testing.T) {
+	_, ns, clk := controllerTest(t)
+	newTable(t, ns, "clicks", nil)
+	si := newStream(t, ns, "clicks-csv", "clicks", nil)
+	job := waitIngestJob(t, si)
+	// What the kubelet reports for an image it cannot pull: the pod is scheduled, its container waits.
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: job.Name + "-pod", Namespace: ns, Labels: job.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}},
+		},
+		Spec: *job.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := k8sClient.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "worker", Image: testWorkerImage, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "ImagePullBackOff", Message: `Back-off pulling image "deltakeeper:envtest"`}},
+	}}}
+	if err := k8sClient.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	poke(t, si)
+	waitStream(t, si, "says why the Job does not start", func(s *deltav1.StreamIngest) (bool, string) {
+		ready := condition(s.Status.Conditions, deltav1.ConditionReady)
+		return strings.Contains(ready, "ImagePullBackOff"), ready
+	})
+	passStartTimeout(t, clk, job, deltav1.DefaultStartTimeout, si)
+	waitJobGone(t, job)
+	waitStream(t, si, "records the failed start", func(s *deltav1.StreamIngest) (bool, string) {
+		for _, r := range s.Status.RecentJobs {
+			if r.JobName == job.Name && r.Result == deltav1.RunFailed && r.Reason == deltav1.ReasonStartFailed && strings.Contains(r.Message, "ImagePullBackOff") {
+				return s.Status.ActiveJob == "", ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", s.Status.RecentJobs)
+	})
 }
