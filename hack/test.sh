@@ -21,6 +21,8 @@ DELTAKEEPER_GCSSERVER=$(hack/build-gcsserver.sh)
 export DELTAKEEPER_GCSSERVER
 DELTAKEEPER_HELM=$(hack/build-helm.sh)
 export DELTAKEEPER_HELM
+DELTAKEEPER_PROMETHEUS_OPERATOR_CRDS=$(hack/fetch-prometheus-operator-crds.sh)
+export DELTAKEEPER_PROMETHEUS_OPERATOR_CRDS
 # test/torture at its CI size (make torture runs the full counts).
 export DELTAKEEPER_TORTURE=ci
 export DELTA_CONFORMANCE_DIR=${DELTA_CONFORMANCE_DIR:-$(cd "$root/.." && pwd)/shared/delta-conformance}
