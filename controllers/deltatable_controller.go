@@ -46,6 +46,12 @@ func (r *DeltaTableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("deltatable").
 		For(&deltav1.DeltaTable{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// A table created or deleted at the same location makes another one a duplicate, or its owner.
+		Watches(&deltav1.DeltaTable{}, handler.EnqueueRequestsFromMapFunc(r.tablesAtSameLocation),
+			builder.WithPredicates(predicate.Funcs{
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			})).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobToTable)).
 		Watches(&deltav1.StreamIngest{}, handler.EnqueueRequestsFromMapFunc(streamToTable),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
@@ -122,6 +128,12 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	var evq eventQueue
 	var wake wakeup
 
+	// 0. Say why live Jobs do not start; mark this table's Jobs past their start timeout as failed runs.
+	whys, err := r.checkStarts(ctx, jobs, pods, table.UID, table.Spec.JobTemplate.StartTimeoutDuration(), now, &wake)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
 	// 1. Fold finished Jobs.
 	var added []*finishedRun
 	st.RecentRuns, added = foldFinishedJobs(st.RecentRuns, jobs, pods, now, maxTableRuns, &wake)
@@ -139,21 +151,36 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 
-	// 3. Start the inspect Job when due.
+	// 3. Start the inspect Job when due, unless another DeltaTable owns the location.
 	view := tableView{}
 	active := oldestLive(jobs)
 	if active != nil {
 		view.ActiveJob = active.Name
 		view.ActiveInspect = active.Labels[deltav1.LabelOperation] == string(JobInspect)
-		view.Stuck = stuckPod(pods[active.Name])
+		view.Stuck = whys[active.Name]
+		if view.Stuck == "" {
+			view.Stuck = stuckPod(pods[active.Name])
+		}
 		wake.in(requeueActiveJob)
+	}
+	owner, err := r.locationOwner(ctx, &table)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if owner != nil {
+		view.Duplicate = duplicateMessage(&table, owner)
+		if readyReason(table.Status.Conditions) != deltav1.ReasonDuplicateLocation {
+			evq.warning(EventDuplicate, actionValidate, nil, view.Duplicate)
+		}
 	}
 	statusTable := table.DeepCopy()
 	statusTable.Status = *st
 	plan := planInspect(statusTable, now)
 	view.NextInspect = plan.Due
 	var terminal error
-	if !plan.Due.After(now) {
+	if owner != nil {
+		// Nothing to wait for: the owner's deletion or a new table at the location enqueues this one.
+	} else if !plan.Due.After(now) {
 		started, err := r.startInspect(ctx, &table, plan, jobs, &view)
 		switch {
 		case err == nil && started != nil:
@@ -194,6 +221,7 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &table, &table.Status, st, evq); stop {
 		return res, err
 	}
+	r.deleteStartFailed(ctx, jobs, table.UID, table.Status.RecentRuns)
 	for _, run := range added {
 		if run.Kind == JobInspect {
 			observeRun("DeltaTable", table.Namespace, run)
@@ -251,13 +279,13 @@ func (r *DeltaTableReconciler) startInspect(ctx context.Context, table *deltav1.
 
 // releaseFinishedHolder clears the table's lock when its holder Job finished.
 func (r *DeltaTableReconciler) releaseFinishedHolder(ctx context.Context, table *deltav1.DeltaTable, jobs []batchv1.Job) error {
-	holder, err := r.Lock.Holder(ctx, table.Namespace, table.Name)
-	if err != nil || holder == "" {
+	holder, own, err := r.Lock.Holder(ctx, table)
+	if err != nil || holder == "" || !own {
 		return err
 	}
 	for i := range jobs {
 		if jobs[i].Name == holder && !isLive(&jobs[i]) {
-			return r.Lock.Release(ctx, table.Namespace, table.Name, holder)
+			return r.Lock.Release(ctx, table, holder)
 		}
 	}
 	return nil

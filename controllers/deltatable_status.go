@@ -153,6 +153,11 @@ func applyInspect(st *deltav1.DeltaTableStatus, conds conditionSetter, run *fini
 		st.FailedInspections = 0
 		set(deltav1.ConditionReachable, metav1.ConditionTrue, deltav1.ReasonInspected, "inspect Job "+run.Record.JobName+" read the table")
 		set(deltav1.ConditionPropertiesApplied, metav1.ConditionTrue, deltav1.ReasonPropertiesApplied, appliedMessage(res))
+	case res.Reason == result.ReasonTableNotFound:
+		// Not a refusal to write: there is nothing to read. The location is wrong or the table not created yet.
+		st.FailedInspections++
+		set(deltav1.ConditionReachable, metav1.ConditionFalse, deltav1.ReasonTableNotFound,
+			"no Delta table at spec.location (no _delta_log); create the table or correct the location: "+run.Record.Message)
 	case res.Outcome == result.Refused:
 		st.FailedInspections++
 		reason := deltav1.ReasonRunRefused
@@ -280,6 +285,7 @@ type tableView struct {
 	Waiting       string // why a due inspect Job was not started
 	Stuck         string // why the active Job's pod cannot start
 	SpecError     string // a spec the reconciler cannot turn into a Job
+	Duplicate     string // another DeltaTable owns the location: why this one runs nothing
 	NextInspect   time.Time
 }
 
@@ -306,10 +312,16 @@ func setReady(t *deltav1.DeltaTable, st *deltav1.DeltaTableStatus, conds conditi
 	switch {
 	case v.SpecError != "":
 		ready(metav1.ConditionFalse, deltav1.ReasonInvalidSpec, v.SpecError)
+	case v.Duplicate != "":
+		ready(metav1.ConditionFalse, deltav1.ReasonDuplicateLocation, v.Duplicate)
 	case reach == nil:
 		reason, msg := deltav1.ReasonPending, "waiting for the first inspect Job"
 		if v.ActiveInspect {
+			// The message names the running Job once: progress would repeat it, unless it says why it is stuck.
 			reason, msg = deltav1.ReasonInspecting, "the first inspect Job "+v.ActiveJob+" is running"
+			if v.Stuck == "" {
+				progress = ""
+			}
 		}
 		ready(metav1.ConditionFalse, reason, msg+progress)
 	case reach.Status != metav1.ConditionTrue:
@@ -320,7 +332,11 @@ func setReady(t *deltav1.DeltaTable, st *deltav1.DeltaTableStatus, conds conditi
 		ready(metav1.ConditionFalse, deltav1.ReasonPropertiesPending,
 			fmt.Sprintf("spec generation %d is not applied yet%s", t.Generation, progress))
 	default:
-		ready(metav1.ConditionTrue, deltav1.ReasonInspected, factsMessage(st))
+		msg := factsMessage(st)
+		if v.Stuck != "" {
+			msg += "; " + v.Stuck // a maintenance Job that does not start: the table is fine, the Job is not
+		}
+		ready(metav1.ConditionTrue, deltav1.ReasonInspected, msg)
 	}
 }
 

@@ -107,6 +107,7 @@ func TestApplyInspect_SetsFactsAndConditions(t *testing.T) {
 	now := time.Date(2026, 5, 21, 12, 0, 0, 0, time.UTC)
 	refused := &result.Result{V: 1, Outcome: result.Refused, Reason: result.ReasonUnsupportedFeature, Message: `writer feature "rowTracking"`}
 	unreachable := &result.Result{V: 1, Outcome: result.Failed, Reason: result.ReasonUnreachable, Message: "GET https://k:s@minio/b: 403 Forbidden"}
+	notFound := &result.Result{V: 1, Outcome: result.Refused, Reason: result.ReasonTableNotFound, Message: "s3://b/t has no _delta_log"}
 	tests := []struct {
 		name                 string
 		gen                  int64
@@ -131,6 +132,12 @@ func TestApplyInspect_SetsFactsAndConditions(t *testing.T) {
 		{"spec changed after the inspection: properties pending", 2, []finishedRun{inspectRun("i1", now, 1, inspected(7), "")},
 			tableView{ActiveJob: "i2", ActiveInspect: true},
 			metav1.ConditionFalse, deltav1.ReasonPropertiesPending, "inspect Job i2 is running", 0, true, true},
+		{"no table at the location: unreachable, not refused", 1, []finishedRun{inspectRun("i1", now, 1, notFound, "")}, tableView{NextInspect: now.Add(time.Minute)},
+			metav1.ConditionFalse, deltav1.ReasonTableNotFound, "no Delta table at spec.location", 1, false, false},
+		{"first inspection running: the Job is named once", 1, nil, tableView{ActiveJob: "i1", ActiveInspect: true},
+			metav1.ConditionFalse, deltav1.ReasonInspecting, "the first inspect Job i1 is running", 0, false, false},
+		{"duplicate location: nothing runs", 1, nil, tableView{Duplicate: "DeltaTable lake/a, created earlier, manages the same table"},
+			metav1.ConditionFalse, deltav1.ReasonDuplicateLocation, "lake/a", 0, false, false},
 		{"never inspected, waiting for the lock", 1, nil, tableView{Waiting: "inspect waits for Job m1, which holds the table's lock"},
 			metav1.ConditionFalse, deltav1.ReasonPending, "waits for Job m1", 0, false, false},
 		{"never inspected, pod stuck on a missing Secret", 1, nil, tableView{ActiveJob: "i1", ActiveInspect: true,
@@ -150,6 +157,9 @@ func TestApplyInspect_SetsFactsAndConditions(t *testing.T) {
 			}
 			setReady(table, st, conds, tc.view)
 			ready := meta.FindStatusCondition(st.Conditions, deltav1.ConditionReady)
+			if n := strings.Count(ready.Message, "i1 is running"); n > 1 {
+				t.Errorf("Ready %q names the running Job %d times", ready.Message, n)
+			}
 			if ready.Status != tc.wantReady || ready.Reason != tc.wantReason || !strings.Contains(ready.Message, tc.wantMsg) {
 				t.Errorf("Ready = %s/%s %q, want %s/%s containing %q", ready.Status, ready.Reason, ready.Message, tc.wantReady, tc.wantReason, tc.wantMsg)
 			}

@@ -25,6 +25,8 @@ const (
 	EventInvalidSpec       = "InvalidSpec"
 	EventJobDeleted        = "JobDeleted"
 	EventIngestUnavailable = "IngestNotAvailable"
+	EventStartFailed       = "StartFailed"
+	EventDuplicate         = "DuplicateLocation"
 )
 
 // Actions of events.k8s.io Events: what the controller did.
@@ -77,6 +79,8 @@ func queueRunProblem(evq *eventQueue, run *finishedRun, what string) {
 		reason = EventJobFailed
 	case deltav1.ReasonInvalidResult:
 		reason = EventInvalidResult
+	case deltav1.ReasonStartFailed:
+		reason = EventStartFailed
 	}
 	evq.warning(reason, actionRecord, run.Job, what+" failed: "+rec.Message)
 }

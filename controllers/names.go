@@ -49,6 +49,13 @@ func shortHash(parts ...string) string {
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h[:]))[:hashLen]
 }
 
+// longHash is a stable, DNS-safe digest with 160 bits of the SHA-256: enough that distinct inputs never
+// meet, where a collision would put two tables under one lock.
+func longHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h[:20]))
+}
+
 // LabelValue returns name as a label value: unchanged when it fits in 63 characters, else a prefix plus a
 // hash of the whole name, so distinct names keep distinct values.
 func LabelValue(name string) string {
@@ -72,7 +79,9 @@ func JobName(table string, kind JobKind, owner, slotKey string) string {
 	return strings.TrimRight(prefix, "-") + suffix
 }
 
-// LeaseName is the name of a table's lock Lease: deltakeeper-table-<table>, hashed when too long.
+// LeaseName is the name of the lock Lease that managers before the per-location lock kept in the table's
+// namespace: deltakeeper-table-<table>, hashed when too long. TableLock still honours such a Lease while an
+// older manager's Job holds it (an upgrade), and deletes it once free.
 func LeaseName(table string) string {
 	name := "deltakeeper-table-" + table
 	if len(name) <= maxObjectName {

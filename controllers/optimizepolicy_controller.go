@@ -145,6 +145,15 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	// 3. Record finished runs.
+	whys, err := r.checkStarts(ctx, pass.jobs, pods, pol.UID, pol.Spec.JobTemplate.StartTimeoutDuration(), now, &wake)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, name := range sortedKeys(whys) {
+		if whys[name] != "" {
+			view.NotStarting = append(view.NotStarting, "Job "+name+": "+whys[name])
+		}
+	}
 	var added []*finishedRun
 	ps.st.RecentRuns, added = foldFinishedJobs(ps.st.RecentRuns, pass.jobs, pods, now, maxPolicyRuns, &wake)
 	for _, run := range added {
@@ -195,6 +204,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &pol, &pol.Status, ps.st, evq); stop {
 		return res, err
 	}
+	r.deleteStartFailed(ctx, pass.jobs, pol.UID, pol.Status.RecentRuns)
 	for _, run := range added {
 		observeRun("OptimizePolicy", pol.Namespace, run)
 	}

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,7 +57,20 @@ type policyPass struct {
 // tryStart runs slot on table unless its triggers, the concurrency policy or the table's lock say otherwise.
 func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, slot runSlot) (startOutcome, error) {
 	pol := p.policy
+	if owner, err := p.r.locationOwner(ctx, table); err != nil || owner != nil {
+		if err != nil {
+			return 0, err
+		}
+		p.ps.skip(table.Name, deltav1.ReasonDuplicateLocation, "table "+table.Name+": "+duplicateMessage(table, owner), slot.Time)
+		return outSkipped, nil
+	}
 	trigger := TriggerRunNow
+	if slot.RunNow && !propertiesApplied(table) {
+		// Maintenance before the first inspection would run with defaults, on a table whose declared
+		// properties (target file size, clustering columns) are not committed yet.
+		p.wait(table.Name, "run-now on table "+table.Name+" waits for its first inspection to apply the declared properties", slot)
+		return outWaiting, nil
+	}
 	if !slot.RunNow {
 		d := EvaluateTriggers(pol.Spec.Triggers, table)
 		switch {
@@ -198,4 +212,11 @@ func (p *policyPass) runSlotOnTargets(ctx context.Context, tables []*deltav1.Del
 		}
 	}
 	return allDone, nil
+}
+
+// propertiesApplied reports whether an inspection read the table and committed (or found) its declared
+// properties and clustering columns.
+func propertiesApplied(table *deltav1.DeltaTable) bool {
+	c := apimeta.FindStatusCondition(table.Status.Conditions, deltav1.ConditionPropertiesApplied)
+	return table.IsInspected() && c != nil && c.Status == metav1.ConditionTrue
 }

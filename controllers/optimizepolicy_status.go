@@ -115,6 +115,8 @@ type policyView struct {
 	Next                  *metav1.Time
 	TimeZone              string
 	RunNowOpen            string
+	// NotStarting explains the policy's live Jobs whose pods do not start ("Job x: why").
+	NotStarting []string
 }
 
 // setReady derives the Ready condition.
@@ -128,6 +130,13 @@ func (ps *policyStatus) setReady(v policyView) {
 	}
 	if v.RunNowOpen != "" {
 		notes = append(notes, "run-now request "+v.RunNowOpen+" is still being started")
+	}
+	if n := len(v.NotStarting); n > 0 {
+		note := "not starting: " + strings.Join(v.NotStarting[:min(n, 3)], "; ")
+		if n > 3 {
+			note += fmt.Sprintf(" (and %d more Jobs)", n-3)
+		}
+		notes = append(notes, note)
 	}
 	suffix := ""
 	if len(notes) > 0 {

@@ -31,6 +31,8 @@ type reconcilerBase struct {
 	Recorder    events.EventRecorder
 	Lock        *TableLock
 	WorkerImage string
+	// APIReader reads what the cache does not hold (a Job's events); nil in unit tests.
+	APIReader client.Reader
 	// AllowedImages are the images besides WorkerImage that a jobTemplate may name (checkJobTemplate).
 	AllowedImages []string
 }
@@ -81,7 +83,7 @@ func (r *reconcilerBase) startJob(ctx context.Context, job *batchv1.Job, table *
 	if err := r.Create(ctx, job); err != nil {
 		if !isAlreadyExists(err) {
 			// Free the table again; the next pass retries. A failed release only delays others by createGrace.
-			_ = r.Lock.Release(ctx, table.Namespace, table.Name, job.Name)
+			_ = r.Lock.Release(ctx, table, job.Name)
 		}
 		return fmt.Errorf("create Job %s/%s: %w", job.Namespace, job.Name, err)
 	}

@@ -40,8 +40,12 @@ func jobFinished(job *batchv1.Job) (finished, succeeded bool, cond *batchv1.JobC
 }
 
 // isLive reports whether a Job may still have a running pod: not finished (a Job being deleted in the
-// foreground counts as live until its pods are gone).
+// foreground counts as live until its pods are gone) and not marked as never having started (its pod never
+// ran, and the Job is being deleted: see jobstart.go).
 func isLive(job *batchv1.Job) bool {
+	if _, marked := startFailed(job); marked {
+		return false
+	}
 	finished, _, _ := jobFinished(job)
 	return !finished
 }
@@ -66,6 +70,11 @@ func readRun(job *batchv1.Job, pods []corev1.Pod, now time.Time) (run finishedRu
 	run = finishedRun{Job: job, Kind: JobKind(job.Labels[deltav1.LabelOperation]), Record: baseRecord(job, cond)}
 	if g, err := strconv.ParseInt(job.Annotations[deltav1.AnnotationGeneration], 10, 64); err == nil {
 		run.Generation = g
+	}
+	if why, marked := startFailed(job); marked && cond == nil {
+		run.Record.CompletionTime = &metav1.Time{Time: now}
+		run.setProblem(deltav1.ReasonStartFailed, why)
+		return run, true
 	}
 	state := lastTerminated(job, pods, succeeded)
 	if state == nil {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,6 +23,8 @@ type Config struct {
 	Clock clock.PassiveClock
 	// EventRecorderName is the reporting controller of the Events (default "deltakeeper").
 	EventRecorderName string
+	// LockNamespace holds the per-table lock Leases: the manager's own namespace (see TableLock).
+	LockNamespace string
 }
 
 // CacheOptions restricts the manager's Job and Pod caches to deltakeeper's own worker Jobs and pods, so a
@@ -46,8 +49,12 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 		cfg.EventRecorderName = "deltakeeper"
 	}
 	recorder := mgr.GetEventRecorder(cfg.EventRecorderName)
-	lock := &TableLock{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: cfg.Clock}
-	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage, AllowedImages: cfg.AllowedImages}
+	lock := &TableLock{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: cfg.Clock, Namespace: cfg.LockNamespace}
+	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage,
+		AllowedImages: cfg.AllowedImages, APIReader: mgr.GetAPIReader()}
+	if err := indexTableIdentity(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	if err := (&DeltaTableReconciler{reconcilerBase: base}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the DeltaTable controller: %w", err)
 	}

@@ -105,7 +105,11 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	var wake wakeup
 	var view streamView
 
-	// 1. Fold finished Jobs, oldest first.
+	// 1. Fold finished Jobs, oldest first (a Job past jobTemplate.startTimeout is marked finished first).
+	whys, err := r.checkStarts(ctx, jobs, pods, si.UID, si.Spec.JobTemplate.StartTimeoutDuration(), now, &wake)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var added []*finishedRun
 	st.RecentJobs, added = foldFinishedJobs(st.RecentJobs, jobs, pods, now, maxStreamJobs, &wake)
 	outcomes := make([]outcome, len(added))
@@ -154,7 +158,9 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		st.ActiveJob = active.Name
 		view.ActiveJob = active.Name
-		view.Stuck = stuckPod(pods[active.Name])
+		if view.Stuck = whys[active.Name]; view.Stuck == "" {
+			view.Stuck = stuckPod(pods[active.Name])
+		}
 		wake.in(requeueActiveJob)
 	}
 
@@ -205,6 +211,7 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &si, &si.Status, st, evq); stop {
 		return res, err
 	}
+	r.deleteStartFailed(ctx, jobs, si.UID, si.Status.RecentJobs)
 	for i, run := range added {
 		observeRun("StreamIngest", si.Namespace, run)
 		observeIngest(&si, run, outcomes[i])

@@ -46,7 +46,11 @@ type outcome struct {
 func classifyIngest(run *finishedRun, availableNow bool) outcome {
 	res := run.Result
 	if res == nil {
-		return outcome{Reason: deltav1.ReasonJobFailed, Message: run.Record.Message, Retry: true}
+		reason := deltav1.ReasonJobFailed
+		if run.Problem == deltav1.ReasonStartFailed {
+			reason = run.Problem
+		}
+		return outcome{Reason: reason, Message: run.Record.Message, Retry: true}
 	}
 	in := res.Ingest
 	switch res.Outcome {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -33,7 +34,7 @@ func newLock(t *testing.T, objs ...client.Object) (*TableLock, client.Client, *c
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 5, 21, 3, 0, 0, 0, time.UTC))
-	return &TableLock{Client: c, Reader: c, Clock: clk}, c, clk
+	return &TableLock{Client: c, Reader: c, Clock: clk, Namespace: "deltakeeper-system"}, c, clk
 }
 
 func job(name string, finished bool) *batchv1.Job {
@@ -67,10 +68,12 @@ func TestTableLock_AllowsOneJobPerTable(t *testing.T) {
 		t.Errorf("second Job got the lock, or the wrong holder %q", h)
 	}
 	var lease coordinationv1.Lease
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "lake", Name: "deltakeeper-table-orders"}, &lease); err != nil {
+	name, _ := TableLeaseName(table)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "deltakeeper-system", Name: name}, &lease); err != nil {
 		t.Fatal(err)
 	}
-	if lease.OwnerReferences[0].UID != table.UID || *lease.Spec.HolderIdentity != "a" {
+	if *lease.Spec.HolderIdentity != "a" || lease.Annotations[annotationHolderNamespace] != "lake" ||
+		lease.Annotations[annotationLockedLocation] != "s3://lakehouse/sales/orders" {
 		t.Errorf("lease = %+v", lease)
 	}
 
@@ -87,17 +90,20 @@ func TestTableLock_AllowsOneJobPerTable(t *testing.T) {
 	}
 
 	// Release by someone else is ignored; by the holder it frees the table.
-	if err := lock.Release(ctx, "lake", "orders", "a"); err != nil {
+	if err := lock.Release(ctx, table, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := lock.Holder(ctx, "lake", "orders"); h != "b" {
-		t.Errorf("holder after a stranger's release = %q", h)
+	if h, own, _ := lock.Holder(ctx, table); h != "b" || !own {
+		t.Errorf("holder after a stranger's release = %q (own namespace %v)", h, own)
 	}
-	if err := lock.Release(ctx, "lake", "orders", "b"); err != nil {
+	if err := lock.Release(ctx, table, "b"); err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := lock.Holder(ctx, "lake", "orders"); h != "" {
+	if h, _, _ := lock.Holder(ctx, table); h != "" {
 		t.Errorf("holder after release = %q", h)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "deltakeeper-system", Name: name}, &lease); !apierrors.IsNotFound(err) {
+		t.Errorf("the Lease must be deleted on release (no Lease per table left behind): %v", err)
 	}
 
 	// A holder whose Job was never created keeps the table for createGrace, then loses it.
@@ -130,23 +136,78 @@ func TestTableLock_LosesRacesCleanly(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	gr := schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	leaseName, _ := TableLeaseName(table)
 	racing := func(objs ...client.Object) *TableLock {
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 			// Another manager wins between our read and our write.
 			Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-				return apierrors.NewAlreadyExists(gr, LeaseName("orders"))
+				return apierrors.NewAlreadyExists(gr, leaseName)
 			},
 			Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
-				return apierrors.NewConflict(gr, LeaseName("orders"), errors.New("the object has been modified"))
+				return apierrors.NewConflict(gr, leaseName, errors.New("the object has been modified"))
 			},
 		}).Build()
-		return &TableLock{Client: c, Reader: c, Clock: clocktesting.NewFakeClock(time.Now())}
+		return &TableLock{Client: c, Reader: c, Clock: clocktesting.NewFakeClock(time.Now()), Namespace: "deltakeeper-system"}
 	}
 	if err := racing().Acquire(ctx, table, "a", nil); busyHolder(err) == "" {
 		t.Errorf("losing the create race: %v, want LockBusy", err)
 	}
-	free := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: LeaseName("orders"), Namespace: "lake"}}
+	free := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName, Namespace: "deltakeeper-system"}}
 	if err := racing(free).Acquire(ctx, table, "a", nil); busyHolder(err) == "" {
 		t.Errorf("losing the take-over race: %v, want LockBusy", err)
+	}
+}
+
+func TestTableLock_IsOnePerPhysicalTableAcrossNamespaces(t *testing.T) {
+	ctx := context.Background()
+	lock, _, _ := newLock(t, job("a", false))
+	mine := s3Table("orders").obj()
+	// The same table, written another way, from another namespace.
+	theirs := s3Table("orders-copy").obj()
+	theirs.Namespace, theirs.Spec.Location = "analytics", "s3a://lakehouse/sales/orders/"
+	if err := lock.Acquire(ctx, mine, "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := busyHolder(lock.Acquire(ctx, theirs, "a", nil)); h != "lake/a" {
+		t.Errorf("a Job of the same name in another namespace took the lock, or the holder %q is not qualified", h)
+	}
+	if h, own, _ := lock.Holder(ctx, theirs); h != "a" || own {
+		t.Errorf("Holder seen from the other namespace = %q, own %v", h, own)
+	}
+	if err := lock.Release(ctx, theirs, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if h, _, _ := lock.Holder(ctx, mine); h != "a" {
+		t.Errorf("a release from another namespace freed the lock: holder %q", h)
+	}
+	// Another endpoint is another store: its bucket "lakehouse" is a different table.
+	other := s3Table("orders").withEndpoint("https://minio.other.svc:9000").obj()
+	if err := lock.Acquire(ctx, other, "b", nil); err != nil {
+		t.Errorf("a table on another S3 endpoint shares the lock: %v", err)
+	}
+}
+
+func TestTableLock_HonoursTheLeaseOfAnOlderManager(t *testing.T) {
+	ctx := context.Background()
+	old := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseName("orders"), Namespace: "lake"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("old-job"), AcquireTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	lock, c, _ := newLock(t, old, job("old-job", false))
+	table := s3Table("orders").obj()
+	if h := busyHolder(lock.Acquire(ctx, table, "new", nil)); h != "old-job" {
+		t.Fatalf("holder = %q: the running Job of the previous manager version must keep the table", h)
+	}
+	done := job("old-job", true)
+	if err := c.Status().Update(ctx, done); err != nil {
+		if err := c.Update(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lock.Acquire(ctx, table, "new", nil); err != nil {
+		t.Fatalf("once the old Job finished the lock is free: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(old), &coordinationv1.Lease{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the free old-style Lease must be deleted: %v", err)
 	}
 }

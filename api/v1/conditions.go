@@ -35,6 +35,14 @@ const (
 	ReasonInspected = "Inspected"
 	// ReasonUnreachable: the worker could not read the table (storage error, missing table, credentials).
 	ReasonUnreachable = "Unreachable"
+	// ReasonTableNotFound: there is no Delta table (no _delta_log) at the location.
+	ReasonTableNotFound = "TableNotFound"
+	// ReasonDuplicateLocation: another DeltaTable, older, manages the same physical table; this one runs
+	// nothing until that one is deleted.
+	ReasonDuplicateLocation = "DuplicateLocation"
+	// ReasonStartFailed: a worker Job's pod did not start within jobTemplate.startTimeout (pod creation
+	// refused, unschedulable, image not pulled); the Job was deleted.
+	ReasonStartFailed = "StartFailed"
 	// ReasonUnsupportedTable: the table uses a feature the worker does not implement; it refused to write.
 	ReasonUnsupportedTable = "UnsupportedTable"
 	// ReasonPropertiesApplied: the table carries the declared properties.

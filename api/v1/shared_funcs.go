@@ -32,6 +32,9 @@ const (
 	AnnotationOperations = "deltakeeper.io/operations"
 	// AnnotationGeneration is the DeltaTable generation an inspect Job applies.
 	AnnotationGeneration = "deltakeeper.io/generation"
+	// AnnotationStartFailed on a worker Job says why its pod never started; the manager sets it when
+	// jobTemplate.startTimeout passes, records the run as failed and deletes the Job.
+	AnnotationStartFailed = "deltakeeper.io/start-failed"
 
 	// AnnotationRunNow on an OptimizePolicy requests one run on every target now, regardless of schedule and
 	// triggers. Any new value (a timestamp is customary) is a new request; status.lastRunNow records the
@@ -45,7 +48,17 @@ const (
 	DefaultActiveDeadlineSeconds   int64 = 21600
 	DefaultBackoffLimit            int32 = 1
 	DefaultTTLSecondsAfterFinished int32 = 86400
+	// DefaultStartTimeout is how long a worker pod may take to start.
+	DefaultStartTimeout = 10 * time.Minute
 )
+
+// StartTimeoutDuration returns the template's startTimeout or its default; t may be nil.
+func (t *JobTemplate) StartTimeoutDuration() time.Duration {
+	if t == nil || t.StartTimeout == nil || t.StartTimeout.Duration <= 0 {
+		return DefaultStartTimeout
+	}
+	return t.StartTimeout.Duration
+}
 
 // ActiveDeadline returns the template's activeDeadlineSeconds or its default; t may be nil.
 func (t *JobTemplate) ActiveDeadline() int64 {

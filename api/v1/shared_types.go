@@ -97,6 +97,14 @@ type JobTemplate struct {
 	// +kubebuilder:validation:Minimum=60
 	// +kubebuilder:default=86400
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// StartTimeout bounds how long a worker Job may wait for its pod to start (a missing ServiceAccount or
+	// PersistentVolumeClaim, requests no node can satisfy, an image that cannot be pulled). After it the
+	// Job is deleted, the table's lock released and the run recorded as failed with reason StartFailed.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="startTimeout must be at least 1m (e.g. 10m)"
+	StartTimeout *metav1.Duration `json:"startTimeout,omitempty"`
 }
 
 // Operation is a maintenance operation that a worker Job performs.

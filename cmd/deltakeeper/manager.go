@@ -132,7 +132,19 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *managerOption
 	if opts.workerImage == "" {
 		opts.workerImage = discoverWorkerImage(ctx, mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"))
 	}
-	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage, AllowedImages: opts.allowedImages})
+	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage, AllowedImages: opts.allowedImages,
+		LockNamespace: lockNamespace(opts)})
+}
+
+// lockNamespace is where the per-table lock Leases live: the manager's namespace (POD_NAMESPACE from the
+// downward API), else the leader-election namespace, else "default" (a manager run outside a cluster).
+func lockNamespace(opts *managerOptions) string {
+	for _, ns := range []string{os.Getenv("POD_NAMESPACE"), opts.leaderElectNamespace} {
+		if ns != "" {
+			return ns
+		}
+	}
+	return "default"
 }
 
 // watchedNamespaces limits the manager's cache, and so its reconcilers, to the namespaces of a

@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -41,8 +42,14 @@ const testWorkerImage = "deltakeeper:envtest"
 
 var setLoggerOnce sync.Once
 
-// startManager runs the controllers for one namespace until the test ends.
+// startManager runs the controllers for one namespace until the test ends; the lock Leases live there too.
 func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
+	t.Helper()
+	startManagerFor(t, []string{ns}, ns, clk)
+}
+
+// startManagerFor runs the controllers for several namespaces, with the lock Leases in lockNS.
+func startManagerFor(t *testing.T, namespaces []string, lockNS string, clk *clocktesting.FakeClock) {
 	t.Helper()
 	setLoggerOnce.Do(func() {
 		w := io.Writer(io.Discard)
@@ -52,7 +59,10 @@ func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 		ctrl.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
 	})
 	cacheOpts := controllers.CacheOptions()
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+	for _, ns := range namespaces {
+		cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
@@ -63,7 +73,7 @@ func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: testWorkerImage, Clock: clk}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: testWorkerImage, Clock: clk, LockNamespace: lockNS}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -340,10 +350,29 @@ func condition(conds []metav1.Condition, condType string) string {
 	return string(c.Status) + "/" + c.Reason + ": " + c.Message
 }
 
+// leaseHolder is the Job holding the lock of table ns/name, whose Lease the test manager keeps in ns; ""
+// when the table is free (a released lock has no Lease).
 func leaseHolder(t *testing.T, ns, table string) string {
 	t.Helper()
+	return leaseHolderIn(t, ns, ns, table)
+}
+
+// leaseHolderIn is leaseHolder with the lock Leases in lockNS.
+func leaseHolderIn(t *testing.T, lockNS, ns, table string) string {
+	t.Helper()
+	var dt deltav1.DeltaTable
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: table}, &dt); err != nil {
+		return "(no table: " + err.Error() + ")"
+	}
+	name, err := controllers.TableLeaseName(&dt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var lease coordinationv1.Lease
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: controllers.LeaseName(table)}, &lease); err != nil {
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: lockNS, Name: name}, &lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
 		return "(no lease: " + err.Error() + ")"
 	}
 	return ptr.Deref(lease.Spec.HolderIdentity, "")

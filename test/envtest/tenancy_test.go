@@ -70,6 +70,12 @@ func TestNamespaceScopedInstall_ManagerWorksInItsNamespacesAndNowhereElse(t *tes
 			l.Name, l.ResourceVersion = "deltakeeper.deltakeeper.io", "1"
 			return ignoreNotFound(asManager.Update(ctx, l, client.DryRunAll))
 		},
+		// The per-table lock Leases live in the manager's namespace, under hashed names.
+		"take over a table lock Lease in " + release: func() error {
+			l := probeLease(release)
+			l.ResourceVersion = "1"
+			return ignoreNotFound(asManager.Update(ctx, l, client.DryRunAll))
+		},
 		"read its own Pod's namespace " + release: func() error {
 			return ignoreNotFound(asManager.Get(ctx, client.ObjectKey{Namespace: release, Name: "mgr"}, &corev1.Pod{}))
 		},
@@ -90,11 +96,6 @@ func TestNamespaceScopedInstall_ManagerWorksInItsNamespacesAndNowhereElse(t *tes
 		"list DeltaTables in every namespace": func() error { return asManager.List(ctx, &deltav1.DeltaTableList{}) },
 		"read pods in " + other:               func() error { return asManager.List(ctx, &corev1.PodList{}, client.InNamespace(other)) },
 		"list Secrets in " + watchedA:         func() error { return asManager.List(ctx, &corev1.SecretList{}, client.InNamespace(watchedA)) },
-		"renew a Lease other than the leader's in " + release: func() error {
-			l := probeLease(release)
-			l.ResourceVersion = "1"
-			return asManager.Update(ctx, l, client.DryRunAll)
-		},
 	}
 	for what, do := range allowed {
 		if err := do(); err != nil {
@@ -108,7 +109,7 @@ func TestNamespaceScopedInstall_ManagerWorksInItsNamespacesAndNowhereElse(t *tes
 	}
 
 	// And the manager, running as its ServiceAccount with --watch-namespaces, does its work under these Roles.
-	startManagerAs(t, impersonatedConfig(sa), []string{watchedA, watchedB})
+	startManagerAs(t, impersonatedConfig(sa), []string{watchedA, watchedB}, release)
 	outside := newTable(t, other, "outside", nil)
 	table := newTable(t, watchedA, "orders", nil)
 	job := waitLiveJob(t, watchedA, "orders", "inspect")
@@ -116,7 +117,7 @@ func TestNamespaceScopedInstall_ManagerWorksInItsNamespacesAndNowhereElse(t *tes
 		ready := condition(tb.Status.Conditions, deltav1.ConditionReady)
 		return strings.Contains(ready, job.Name), ready
 	})
-	if h := leaseHolder(t, watchedA, "orders"); h != job.Name {
+	if h := leaseHolderIn(t, release, watchedA, "orders"); h != job.Name {
 		t.Errorf("table lock held by %q, want the inspect Job %s", h, job.Name)
 	}
 	if jobs := tableJobs(t, other, outside.Name, ""); len(jobs) != 0 {
@@ -222,7 +223,7 @@ func impersonate(t *testing.T, sa client.ObjectKey) client.Client {
 
 // startManagerAs runs the controllers with the given identity, watching only namespaces, as
 // `manager --watch-namespaces` does.
-func startManagerAs(t *testing.T, restCfg *rest.Config, namespaces []string) {
+func startManagerAs(t *testing.T, restCfg *rest.Config, namespaces []string, lockNS string) {
 	t.Helper()
 	cacheOpts := controllers.CacheOptions()
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -240,7 +241,7 @@ func startManagerAs(t *testing.T, restCfg *rest.Config, namespaces []string) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	if err := controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: testWorkerImage, Clock: clk}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: testWorkerImage, Clock: clk, LockNamespace: lockNS}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

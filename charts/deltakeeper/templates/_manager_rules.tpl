@@ -4,19 +4,19 @@ rules:
 - apiGroups:
   - ""
   resources:
+  - events
+  verbs:
+  - create
+  - list
+  - patch
+- apiGroups:
+  - ""
+  resources:
   - pods
   verbs:
   - get
   - list
   - watch
-- apiGroups:
-  - ""
-  - events.k8s.io
-  resources:
-  - events
-  verbs:
-  - create
-  - patch
 - apiGroups:
   - batch
   resources:
@@ -26,6 +26,7 @@ rules:
   - delete
   - get
   - list
+  - patch
   - watch
 - apiGroups:
   - coordination.k8s.io
@@ -33,6 +34,7 @@ rules:
   - leases
   verbs:
   - create
+  - delete
   - get
   - update
 - apiGroups:
@@ -62,4 +64,11 @@ rules:
   verbs:
   - get
   - update
+- apiGroups:
+  - events.k8s.io
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
 {{- end -}}
