@@ -67,7 +67,8 @@ func readRun(job *batchv1.Job, pods []corev1.Pod, now time.Time) (run finishedRu
 	if g, err := strconv.ParseInt(job.Annotations[deltav1.AnnotationGeneration], 10, 64); err == nil {
 		run.Generation = g
 	}
-	state := lastTerminated(job, pods, succeeded)
+	state := lastTerminated(job, resultPods(job, pods), succeeded)
+	defer func() { run.Record.Shares = shareProgress(job, run.Result) }()
 	if state == nil {
 		if now.Sub(run.Record.When()) < resultGrace {
 			return run, false
