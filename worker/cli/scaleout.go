@@ -100,6 +100,8 @@ func shareLayout(e *env, tbl *delta.Table, s scaleout.Share, wait time.Duration,
 		// The manifests served their purpose; a run directory left behind is only clutter.
 		_ = scaleout.RemoveRun(e.ctx, tbl.Store(), s.RunID, s.Count)
 	}
+	// Manifests of runs that never committed are nobody's; a failure to remove them changes nothing.
+	_, _ = scaleout.RemoveStaleRuns(e.ctx, tbl.Store(), time.Now().Add(-scaleout.StaleRunAge))
 	fmt.Fprint(e.text, stepText(tbl.Location(), &crep.Op))
 	return &crep.Op, &commit, err
 }

@@ -176,3 +176,26 @@ func RemoveRun(ctx context.Context, store storage.Store, run string, count int) 
 	}
 	return errors.Join(errs...)
 }
+
+// StaleRunAge is the age after which a run directory left by a run that never committed (its Job was
+// deleted, a share never finished) is removed by the next run's commit step. VACUUM never lists
+// _deltakeeper/, so this is what keeps the run directories from piling up.
+const StaleRunAge = 7 * 24 * time.Hour
+
+// RemoveStaleRuns deletes the manifests under RunsDir last written before cutoff; it returns how many.
+func RemoveStaleRuns(ctx context.Context, store storage.Store, cutoff time.Time) (int, error) {
+	n := 0
+	for obj, err := range store.List(ctx, RunsDir+"/", "") {
+		if err != nil {
+			return n, fmt.Errorf("list %s: %w", RunsDir, err)
+		}
+		if obj.ModTime.IsZero() || !obj.ModTime.Before(cutoff) {
+			continue
+		}
+		if err := store.Delete(ctx, obj.Key); err != nil {
+			return n, fmt.Errorf("delete stale manifest %s: %w", obj.Key, err)
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,9 +1,16 @@
 package scaleout
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 func TestBalance_PartitionsEveryItemOnceAndIsStable(t *testing.T) {
@@ -69,5 +76,31 @@ func TestParseShare_RefusesIndexesOutsideTheCount(t *testing.T) {
 	}
 	if i, n, err := ParseShare("2/3"); err != nil || i != 2 || n != 3 {
 		t.Fatalf("ParseShare(2/3) = %d, %d, %v", i, n, err)
+	}
+}
+
+func TestRemoveStaleRuns_DeletesOnlyOldManifests(t *testing.T) {
+	store, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, run := range []string{"old", "new"} {
+		if _, _, err := WriteManifest(ctx, store, &Manifest{RunID: run, Count: 1, Operation: "optimize"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := filepath.Join(strings.TrimPrefix(store.Location(), "file://"), ManifestKey("old", 0))
+	if err := os.Chtimes(old, time.Now().Add(-2*StaleRunAge), time.Now().Add(-2*StaleRunAge)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := RemoveStaleRuns(ctx, store, time.Now().Add(-StaleRunAge)); err != nil || n != 1 {
+		t.Fatalf("removed %d (%v), want the old run's manifest", n, err)
+	}
+	if _, err := ReadManifest(ctx, store, "new", 0); err != nil {
+		t.Fatalf("the recent run's manifest: %v", err)
+	}
+	if _, err := ReadManifest(ctx, store, "old", 0); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the stale manifest: %v", err)
 	}
 }
