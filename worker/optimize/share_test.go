@@ -218,3 +218,30 @@ func TestCommit_DropsTheUnitsWhoseInputsAConcurrentCommitRemoved(t *testing.T) {
 		})
 	}
 }
+
+// Two manifests that consume the same input (shares that planned differently) never commit both rewrites:
+// the second is dropped, and the rows stay exactly the same.
+func TestCommit_NeverCommitsTwoRewritesOfOneFile(t *testing.T) {
+	tbl := demoTable(t, localStore(t), 12, 200, true)
+	snap := latest(t, tbl)
+	v := int64(snap.Version())
+	wantRows := rowsAt(t, snap)
+	var ms []*scaleout.Manifest
+	for _, run := range []string{"plan-a", "plan-b"} {
+		rep, err := RunShare(t.Context(), snap, shareOpts, scaleout.Share{RunID: run, Index: 0, Count: 1, Version: v}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := *rep.Manifest
+		ms = append(ms, &m)
+	}
+	ms[1].Index, ms[0].Count, ms[1].Count = 1, 2, 2
+	crep, err := scaleout.Commit(t.Context(), tbl, scaleout.Share{RunID: "plan-a", Count: 2, Version: v}, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRows(t, "after committing overlapping manifests", latestRows(t, tbl), wantRows)
+	if crep.Op.Version == nil || !slices.Equal(crep.Share.Committed, []int{0}) || !slices.Equal(crep.Share.Dropped, []int{1}) {
+		t.Fatalf("commit %+v / %+v: want share 0 committed and share 1 dropped", crep.Op, crep.Share)
+	}
+}

@@ -92,6 +92,7 @@ func (c *committer) run(ctx context.Context, manifests []*Manifest) error {
 			preserved = preserved && m.RowTrackingPreserved
 		}
 	}
+	c.dropOverlaps(ctx, latest)
 	params["scaleOutRun"] = c.s.RunID
 	params["scaleOutShares"] = strconv.Itoa(c.s.Count)
 	cause := "a concurrent commit"
@@ -138,6 +139,42 @@ func (c *committer) run(ctx context.Context, manifests []*Manifest) error {
 			return err
 		}
 		cause = fmt.Sprintf("version %d (%s)", conflict.WinnerVersion, conflict.WinnerOp)
+	}
+}
+
+// dropOverlaps drops every unit with an input an earlier unit also consumes. The shares' plans are equal by
+// construction; this is the guard that makes a mismatch (a planner that depended on something else than
+// the version and the options) cost work, never rows: committing two rewrites of one file would duplicate
+// its rows.
+func (c *committer) dropOverlaps(ctx context.Context, latest *delta.Snapshot) {
+	owner := map[delta.FileKey]int{}
+	kept := map[string]bool{}
+	for _, p := range c.units {
+		clash := ""
+		for _, f := range p.unit.Inputs {
+			if s, ok := owner[f.Key()]; ok {
+				clash = fmt.Sprintf("input %s is also in a unit of share %d: the shares' plans differ", f.Path, s)
+				break
+			}
+		}
+		if clash != "" {
+			// Never delete a file a kept unit adds (two manifests naming the same outputs).
+			for _, a := range p.unit.Adds {
+				if kept[a.Path] {
+					p.dropped = clash
+				}
+			}
+			if p.dropped == "" {
+				c.drop(ctx, latest, p, clash)
+			}
+			continue
+		}
+		for _, f := range p.unit.Inputs {
+			owner[f.Key()] = p.share
+		}
+		for _, a := range p.unit.Adds {
+			kept[a.Path] = true
+		}
 	}
 }
 
