@@ -42,7 +42,7 @@ func halfCPUTemplate() *deltav1.JobTemplate {
 func TestMaintenance_ScaleOutCompactionSurvivesAKilledIndexAndCommitsOnce(t *testing.T) {
 	requireCommands(t, []string{"demo-data"}, []string{"worker", "maintain"})
 	ns := newNamespace(t, "scaleout")
-	const files, rowsPerFile = 90, 4000
+	const files, rowsPerFile = 120, 8000
 	prefix := "orders-" + randomSuffix(t)
 	location := fmt.Sprintf("s3://%s/%s", cfg.s3.bucket, prefix)
 	writeDemoTable(t, location, files, rowsPerFile)
@@ -53,10 +53,15 @@ func TestMaintenance_ScaleOutCompactionSurvivesAKilledIndexAndCommitsOnce(t *tes
 		t.Fatalf("creating DeltaTable: %v", err)
 	}
 	before := waitForTable(t, table, 4*time.Minute, "the first inspection",
-		func(st deltav1.DeltaTableStatus) bool { return isReady(st) && st.NumFiles == files && st.Version != nil })
+		func(st deltav1.DeltaTableStatus) bool {
+			return isReady(st) && st.NumFiles == files && st.Version != nil
+		})
 
 	policy := runNowPolicy(ns, "spread-orders", "orders", "1")
 	policy.Spec.Parallelism = ptr.To[int32](3)
+	// 1 MiB bins: the unpartitioned table becomes several bins to share out.
+	target := resource.MustParse("1Mi")
+	policy.Spec.Compaction = &deltav1.CompactionSpec{TargetFileSize: &target}
 	policy.Spec.JobTemplate = halfCPUTemplate()
 	policy.Spec.Vacuum = &deltav1.VacuumSpec{Enabled: ptr.To(true), Retention: &metav1.Duration{}, AllowShortRetention: true}
 	if err := k8sClient.Create(context.Background(), policy); err != nil {
@@ -80,13 +85,13 @@ func TestMaintenance_ScaleOutCompactionSurvivesAKilledIndexAndCommitsOnce(t *tes
 	if final.Status.Failed < 1 || sh.Retries < 1 {
 		t.Fatalf("the Job counts %d failed pods (status %d): the killed index was not retried", final.Status.Failed, sh.Retries)
 	}
-	if run.FilesRemoved != files || run.FilesAdded == 0 || run.FilesAdded >= files {
-		t.Errorf("the run removed %d files and added %d, want all %d compacted into fewer", run.FilesRemoved, run.FilesAdded, files)
-	}
 
 	// The host: exactly one commit after the pinned version, the OPTIMIZE of this run; every row; only live
 	// files left (the inputs and anything the killed pod wrote are gone).
-	assertOneScaleOutCommit(t, prefix, *before.Version, run.JobName)
+	_, removed, added := assertOneScaleOutCommit(t, prefix, *before.Version, run.JobName)
+	if removed < files-3 || added == 0 || added >= removed/3 {
+		t.Errorf("the commit removed %d files and added %d, want (nearly) all %d compacted into a few", removed, added, files)
+	}
 	assertLiveFilesOnly(t, prefix, files*rowsPerFile)
 }
 
@@ -107,7 +112,9 @@ func TestMaintenance_ScaleOutClusteringCommitsThreeZCubesOnce(t *testing.T) {
 		t.Fatalf("creating DeltaTable: %v", err)
 	}
 	before := waitForTable(t, table, 4*time.Minute, "the clustering columns committed",
-		func(st deltav1.DeltaTableStatus) bool { return isReady(st) && len(st.ClusteringColumns) == 2 && st.Version != nil })
+		func(st deltav1.DeltaTableStatus) bool {
+			return isReady(st) && len(st.ClusteringColumns) == 2 && st.Version != nil
+		})
 
 	policy := runNowPolicy(ns, "spread-events", "events", "1")
 	policy.Spec.Parallelism = ptr.To[int32](3)
@@ -122,10 +129,10 @@ func TestMaintenance_ScaleOutClusteringCommitsThreeZCubesOnce(t *testing.T) {
 	if sh := run.Shares; sh == nil || sh.Committed != "0,1,2" || sh.AtVersion != *before.Version {
 		t.Fatalf("run shares %+v, want three committed shares planned from version %d", sh, *before.Version)
 	}
-	if run.FilesRemoved != files {
-		t.Errorf("the run reclustered %d files, want all %d", run.FilesRemoved, files)
+	snap, removed, _ := assertOneScaleOutCommit(t, prefix, *before.Version, run.JobName)
+	if removed != files {
+		t.Errorf("the commit reclustered %d files, want all %d (FULL)", removed, files)
 	}
-	snap := assertOneScaleOutCommit(t, prefix, *before.Version, run.JobName)
 	cubes := map[string]bool{}
 	for _, f := range snap.Files() {
 		cubes[f.Tags["ZCUBE_ID"]] = true
@@ -158,31 +165,38 @@ func waitIndexedJob(t *testing.T, ns, policy string) *batchv1.Job {
 }
 
 // killFirstPodOfIndex deletes, at once and without grace, the first pod of one index of a Job as soon as
-// the scheduler placed it: the attempt dies before it can finish its share, and the Job counts it failed.
+// its worker container runs: the attempt dies before it can finish its share, and the Job counts it failed
+// (a pod deleted before it started is replaced without counting as a failure).
 func killFirstPodOfIndex(t *testing.T, ns, job string, index int) string {
 	t.Helper()
-	var name string
-	waitFor(t, 3*time.Minute, fmt.Sprintf("the first pod of index %d of %s", index, job), func() (bool, string, error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
 		var pods corev1.PodList
 		if err := k8sClient.List(context.Background(), &pods, client.InNamespace(ns),
 			client.MatchingLabels{"job-name": job, "batch.kubernetes.io/job-completion-index": fmt.Sprint(index)}); err != nil {
-			return false, "", err
+			t.Fatal(err)
 		}
 		for _, p := range pods.Items {
-			if p.Spec.NodeName != "" {
-				name = p.Name
-				return true, p.Name + " " + string(p.Status.Phase), nil
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Running != nil {
+					kubectl(t, "-n", ns, "delete", "pod", p.Name, "--grace-period=0", "--force", "--wait=false")
+					return p.Name
+				}
+				if cs.State.Terminated != nil {
+					t.Fatalf("pod %s of index %d finished (%s) before it could be killed: make the table larger", p.Name, index, cs.State.Terminated.Reason)
+				}
 			}
 		}
-		return false, fmt.Sprintf("%d pods, none scheduled", len(pods.Items)), nil
-	})
-	kubectl(t, "-n", ns, "delete", "pod", name, "--grace-period=0", "--force", "--wait=false")
-	return name
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no running pod of index %d of %s within 3 minutes", index, job)
+	return ""
 }
 
 // assertOneScaleOutCommit reads the table from the host: the latest version is the only one after the
-// pinned version, and it is the OPTIMIZE of the run (commitInfo names it).
-func assertOneScaleOutCommit(t *testing.T, prefix string, pinned int64, run string) *delta.Snapshot {
+// pinned version, and it is the OPTIMIZE of the run (commitInfo names it). It returns the snapshot and the
+// commit's removes and adds.
+func assertOneScaleOutCommit(t *testing.T, prefix string, pinned int64, run string) (*delta.Snapshot, int, int) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := storage.Open(ctx, "s3://"+cfg.s3.bucket+"/"+prefix, storage.Config{S3: storage.S3Config{
@@ -204,16 +218,27 @@ func assertOneScaleOutCommit(t *testing.T, prefix string, pinned int64, run stri
 		t.Fatal(err)
 	}
 	var ci *delta.CommitInfo
+	var removes, adds int
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var a struct {
 			CommitInfo *delta.CommitInfo `json:"commitInfo"`
+			Add        *delta.AddFile    `json:"add"`
+			Remove     *delta.RemoveFile `json:"remove"`
 		}
-		if err := json.Unmarshal([]byte(line), &a); err == nil && a.CommitInfo != nil {
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatalf("commit %d: %v", snap.Version(), err)
+		}
+		switch {
+		case a.CommitInfo != nil:
 			ci = a.CommitInfo
+		case a.Add != nil:
+			adds++
+		case a.Remove != nil:
+			removes++
 		}
 	}
 	if ci == nil || ci.Operation != "OPTIMIZE" || ci.OperationParameters["scaleOutRun"] != run || ci.OperationParameters["scaleOutShares"] != "3" {
 		t.Fatalf("commit %d is %+v, want the OPTIMIZE of run %s over 3 shares", snap.Version(), ci, run)
 	}
-	return snap
+	return snap, removes, adds
 }

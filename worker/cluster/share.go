@@ -102,8 +102,11 @@ func (rep *ShareReport) run(ctx context.Context, snap *delta.Snapshot, opts Opti
 		return err
 	}
 	keys, clustered, err := snap.ClusteringColumns()
-	if err != nil || !clustered || len(keys) == 0 || len(snap.Metadata().PartitionColumns) > 0 {
-		return result.Refuse(result.ReasonBadArgument, fmt.Errorf("table %s: a clustering share needs an unpartitioned table with clustering columns (%v)", loc, err))
+	if err != nil {
+		return result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err))
+	}
+	if !clustered || len(keys) == 0 || len(snap.Metadata().PartitionColumns) > 0 {
+		return result.Refuse(result.ReasonBadArgument, fmt.Errorf("table %s: a clustering share needs an unpartitioned table with clustering columns", loc))
 	}
 	logical, _, err := snap.ClusteringColumnsLogical()
 	if err != nil {

@@ -312,8 +312,14 @@ func (c *committer) finish(err error) {
 				firstDrop = p.dropped
 			}
 		} else if op.Version != nil {
-			committed[p.share] = true
 			sh.UnitsCommitted++
+		}
+	}
+	if op.Version != nil {
+		// Every share that reported and lost nothing is in the commit, also one whose part of the plan
+		// was empty.
+		for i := range c.s.Count {
+			committed[i] = !slices.Contains(sh.Missing, i)
 		}
 	}
 	for i := range c.s.Count {
