@@ -62,6 +62,21 @@ func (f *shareFlags) check(fs *pflag.FlagSet) (scaleout.Share, error) {
 // the plan made from version s.Version. Share 0 then waits for every manifest and commits the run; its
 // op is the commit's (version, files added and removed), the others' op is their own rewrite.
 func shareLayout(e *env, tbl *delta.Table, s scaleout.Share, wait time.Duration, opts optimize.Options, cf clusterFlags) (*result.Op, *result.Share, error) {
+	latest, err := tbl.Latest(e.ctx)
+	if err != nil {
+		return nil, nil, tableError(err)
+	}
+	if scaleout.Committed(latest, s) {
+		// A pod retried after the run committed (and removed its manifests): redoing the share would only
+		// write files nobody commits.
+		name := "optimize"
+		if clustered, cerr := isClustered(latest); cerr == nil && clustered {
+			name = "cluster"
+		}
+		op := &result.Op{Name: name, Outcome: result.Succeeded, Message: fmt.Sprintf("run %s is already committed; nothing left for share %d", s.RunID, s.Index)}
+		fmt.Fprintf(e.text, "%s %s: %s\n", name, tbl.Location(), op.Message)
+		return op, &result.Share{Run: s.RunID, Index: s.Index, Count: s.Count, Version: s.Version, AlreadyCommitted: true}, nil
+	}
 	snap, err := tbl.At(e.ctx, delta.Version(s.Version))
 	if err != nil {
 		return nil, nil, tableError(fmt.Errorf("read version %d, which every share of run %s plans from: %w", s.Version, s.RunID, err))

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -56,6 +58,13 @@ func TestMaintainCommand_SharesRunTogetherAndShareZeroCommitsOnce(t *testing.T) 
 	if m, _ := filepath.Glob(filepath.Join(loc, "_deltakeeper", "runs", "policy-orders-1", "*")); len(m) != 0 {
 		t.Fatalf("manifests left after the commit: %v", m)
 	}
+	// A share's pod retried after the commit finds the run committed and writes nothing.
+	files := dataFiles(t, loc)
+	out, _, code := executeAs(t, Job, newMaintainCmd, loc, "--optimize", "--target-file-size", "24k",
+		"--share", "2/3", "--run-id", "policy-orders-1", "--at-version", strconv.FormatInt(v, 10), "-o", "json")
+	if r := decodeResult(t, out); code != 0 || r.Share == nil || !r.Share.AlreadyCommitted || !slices.Equal(dataFiles(t, loc), files) {
+		t.Fatalf("retried share exited %d: %+v; files %d → %d", code, r.Share, len(files), len(dataFiles(t, loc)))
+	}
 }
 
 func TestMaintainCommand_RefusesShareFlagsWithoutTheirStep(t *testing.T) {
@@ -72,4 +81,21 @@ func TestMaintainCommand_RefusesShareFlagsWithoutTheirStep(t *testing.T) {
 			t.Errorf("maintain %v exited %d, want %d", args, code, result.ExitRefused)
 		}
 	}
+}
+
+// dataFiles lists the Parquet files under a local table, sorted.
+func dataFiles(t *testing.T, loc string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(loc, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
+			out = append(out, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -396,3 +396,10 @@ func incompatible(base, latest *delta.Snapshot) string {
 	}
 	return ""
 }
+
+// Committed reports whether snap already holds the commit of s's run (or of a later run): a share started
+// after it (a retried pod) has nothing left to do, and must not rewrite its share again.
+func Committed(snap *delta.Snapshot, s Share) bool {
+	t, ok := snap.Txn(ScaleOutAppID)
+	return ok && t.Version >= s.Version
+}
