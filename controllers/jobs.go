@@ -71,6 +71,8 @@ type JobRequest struct {
 	Generation int64
 	// Image is the worker image used when the template names none.
 	Image string
+	// Shares makes the Job an Indexed Job of a scale-out run (scaleout.go); nil for one pod.
+	Shares *ShareRequest
 }
 
 // Name is the Job's deterministic name.
@@ -198,6 +200,9 @@ func BuildJob(r *JobRequest) *batchv1.Job {
 				},
 			},
 		},
+	}
+	if r.Shares != nil {
+		makeIndexed(job, r.Shares, t.Backoff())
 	}
 	return job
 }

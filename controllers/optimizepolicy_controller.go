@@ -160,6 +160,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		ps.applyRun(run)
 		queuePolicyRunEvents(&evq, run)
 	}
+	ps.refreshShares(pass.jobs)
 
 	// 4. Prune the history beyond the limits.
 	if r.pruneHistory(ctx, &pol, pass.jobs, tables) {

@@ -92,12 +92,20 @@ func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, sl
 	if len(ops) == 0 {
 		return outBelowTriggers, nil
 	}
+	shares, why := shareRequest(pol, table, args, ops, slot.RunNow)
+	if why != "" {
+		p.wait(table.Name, why, slot)
+		return outWaiting, nil
+	}
 	req := &JobRequest{
 		Kind: JobMaintain, OwnerKind: "OptimizePolicy", Owner: pol, Table: table, Policy: pol.Name,
 		Template: pol.Spec.JobTemplate, Args: args, Operations: ops, SlotKey: slot.Key, Scheduled: slot.Time,
-		Trigger: trigger, Image: p.r.WorkerImage,
+		Trigger: trigger, Image: p.r.WorkerImage, Shares: shares,
 	}
 	name := req.Name()
+	if shares != nil {
+		req.Args = append(req.Args, shareArgs(shares, name, pol.Spec.JobTemplate.ActiveDeadline())...)
+	}
 	if p.byName[name] {
 		return outExists, nil
 	}
@@ -130,7 +138,7 @@ func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, sl
 	}
 	p.ps.record(deltav1.RunRecord{
 		JobName: job.Name, Table: table.Name, Operations: ops, Result: deltav1.RunRunning, Reason: trigger,
-		ScheduledTime: &metav1.Time{Time: slot.Time}, StartTime: &metav1.Time{Time: p.now},
+		ScheduledTime: &metav1.Time{Time: slot.Time}, StartTime: &metav1.Time{Time: p.now}, Shares: shareProgress(job, nil),
 	})
 	p.jobs = append(p.jobs, *job)
 	p.byName[job.Name] = true

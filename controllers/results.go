@@ -71,12 +71,13 @@ func readRun(job *batchv1.Job, pods []corev1.Pod, now time.Time) (run finishedRu
 	if g, err := strconv.ParseInt(job.Annotations[deltav1.AnnotationGeneration], 10, 64); err == nil {
 		run.Generation = g
 	}
+	defer func() { run.Record.Shares = shareProgress(job, run.Result) }()
 	if why, marked := startFailed(job); marked && cond == nil {
 		run.Record.CompletionTime = &metav1.Time{Time: now}
 		run.setProblem(deltav1.ReasonStartFailed, why)
 		return run, true
 	}
-	state := lastTerminated(job, pods, succeeded)
+	state := lastTerminated(job, resultPods(job, pods), succeeded)
 	if state == nil {
 		if now.Sub(run.Record.When()) < resultGrace {
 			return run, false

@@ -6,7 +6,8 @@
 #   phase A  the installation: manager Available under restricted Pod Security, leader Lease, the image runs a
 #            `version` Job, pods reach the host's S3 server (tests not named TestMaintenance_*, TestCloud_*,
 #            TestStream_*)
-#   phase B  the product scenario: a run-now OptimizePolicy compacts an S3 table (TestMaintenance_*)
+#   phase B  the product scenario: a run-now OptimizePolicy compacts an S3 table, clusters one, and spreads one
+#            run over an Indexed Job of three pods with one commit (TestMaintenance_*)
 #   phase C  Azure and GCS tables on Azurite and fake-gcs-server, which the tests start on the bridge (TestCloud_*)
 #   phase S  streams: append streams from CSV and NDJSON survive killed ingest pods while a policy clusters the
 #            table, an upsert stream applies changes with deletes to another, and the host finds every row

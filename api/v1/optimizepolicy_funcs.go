@@ -1,5 +1,7 @@
 package v1
 
+import "strconv"
+
 // IsSuspended reports whether the policy's schedule is suspended.
 func (p *OptimizePolicy) IsSuspended() bool { return p.Spec.Suspend }
 
@@ -53,4 +55,20 @@ func (p *OptimizePolicy) VacuumEnabled() bool {
 // CheckpointEnabled reports whether a checkpoint is written after maintenance (default on).
 func (p *OptimizePolicy) CheckpointEnabled() bool {
 	return p.Spec.Checkpoint == nil || enabled(p.Spec.Checkpoint.Enabled)
+}
+
+// RunParallelism is the number of pods a run's compaction or clustering step is spread over: the run-now
+// annotation's override for a run-now request, else spec.parallelism, else 1. An override that is not a
+// number in 1..MaxParallelism is ignored (the spec's value applies).
+func (p *OptimizePolicy) RunParallelism(runNow bool) int32 {
+	n := int32(1)
+	if p.Spec.Parallelism != nil && *p.Spec.Parallelism > 1 {
+		n = *p.Spec.Parallelism
+	}
+	if runNow {
+		if v, err := strconv.ParseInt(p.Annotations[AnnotationRunNowParallelism], 10, 32); err == nil && v >= 1 && v <= MaxParallelism {
+			n = int32(v)
+		}
+	}
+	return min(n, MaxParallelism)
 }

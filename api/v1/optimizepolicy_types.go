@@ -96,6 +96,16 @@ type OptimizePolicySpec struct {
 	// JobTemplate customises the worker pods.
 	// +optional
 	JobTemplate *JobTemplate `json:"jobTemplate,omitempty"`
+
+	// Parallelism spreads the compaction or clustering step of each run over this many pods of one Indexed
+	// Job, each with jobTemplate's resources: every pod rewrites its share of the plan made from one table
+	// version, and the pod of index 0 then makes the run's one commit and runs the other steps. A share
+	// whose pod fails is retried (backoffLimit per index) and redoes exactly its share. Unset or 1: one pod.
+	// The run-now annotation deltakeeper.io/run-now-parallelism overrides it for that run.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	Parallelism *int32 `json:"parallelism,omitempty"`
 }
 
 // ConcurrencyPolicy says what happens when a slot comes while a previous Job still runs.

@@ -30,6 +30,8 @@ const (
 	AnnotationTrigger = "deltakeeper.io/trigger"
 	// AnnotationOperations lists the Operations a Job performs, comma-separated, in order.
 	AnnotationOperations = "deltakeeper.io/operations"
+	// AnnotationShares on a scale-out maintenance Job is "<shares>@<pinned table version>".
+	AnnotationShares = "deltakeeper.io/shares"
 	// AnnotationGeneration is the DeltaTable generation an inspect Job applies.
 	AnnotationGeneration = "deltakeeper.io/generation"
 	// AnnotationStartFailed on a worker Job says why its pod never started; the manager sets it when
@@ -40,7 +42,13 @@ const (
 	// triggers. Any new value (a timestamp is customary) is a new request; status.lastRunNow records the
 	// value acted on.
 	AnnotationRunNow = "deltakeeper.io/run-now"
+	// AnnotationRunNowParallelism on an OptimizePolicy sets spec.parallelism for the run-now request only
+	// (1 to MaxParallelism).
+	AnnotationRunNowParallelism = "deltakeeper.io/run-now-parallelism"
 )
+
+// MaxParallelism is the most pods one maintenance run may be spread over (spec.parallelism).
+const MaxParallelism = 32
 
 // Defaults of JobTemplate fields. The CRD markers repeat them for objects that carry a jobTemplate; these
 // apply when the template is absent altogether.

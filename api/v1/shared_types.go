@@ -199,6 +199,10 @@ type RunRecord struct {
 	// BytesAdded counts bytes of the files added.
 	// +optional
 	BytesAdded int64 `json:"bytesAdded,omitempty"`
+
+	// Shares is the progress of a run spread over several pods (OptimizePolicy spec.parallelism).
+	// +optional
+	Shares *ShareProgress `json:"shares,omitempty"`
 }
 
 // ProtocolStatus is a table's Delta protocol.
@@ -242,4 +246,47 @@ type ColumnQuality struct {
 	OverlapRatio float64 `json:"overlapRatio"`
 	// SkippingEffectiveness is 1-overlapRatio: the share of non-matching files a point query can skip.
 	SkippingEffectiveness float64 `json:"skippingEffectiveness"`
+}
+
+// ShareProgress is the progress of a maintenance run spread over the pods of an Indexed Job: each index
+// rewrites its share of a plan made from one table version, and index 0 makes the one commit.
+type ShareProgress struct {
+	// Parallelism is the number of shares (the Job's completions).
+	Parallelism int32 `json:"parallelism"`
+
+	// AtVersion is the table version every share planned from.
+	AtVersion int64 `json:"atVersion"`
+
+	// Completed lists the indexes whose share is done, as the Job reports them ("0,2" or "0-2").
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Completed string `json:"completed,omitempty"`
+
+	// Failed lists the indexes that failed after their retries.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Failed string `json:"failed,omitempty"`
+
+	// Retries counts the failed pods the Job replaced so far.
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
+
+	// Committed lists the shares whose work the commit holds (from index 0's result).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Committed string `json:"committed,omitempty"`
+
+	// Dropped lists the shares with work left out because a concurrent commit removed its inputs, and
+	// Missing the shares that did not finish in time; their files are superseded and vacuum removes them.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Dropped string `json:"dropped,omitempty"`
+
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Missing string `json:"missing,omitempty"`
+
+	// SupersededFiles counts the files the shares wrote that the commit did not take.
+	// +optional
+	SupersededFiles int32 `json:"supersededFiles,omitempty"`
 }

@@ -22,6 +22,7 @@ type maintainFlags struct {
 	opt                                               optimizeFlags
 	clu                                               clusterFlags
 	vac                                               vacuumFlags
+	share                                             shareFlags
 	parallelism                                       int
 }
 
@@ -63,6 +64,7 @@ the worst of its steps, and the table facts in the result describe the table aft
 	fs.BoolVar(&f.checkpoint, "checkpoint", false, "write a checkpoint of the latest version")
 	fs.BoolVar(&f.logCleanup, "log-cleanup", false, "after the checkpoint, delete log files older than delta.logRetentionDuration")
 	fs.IntVar(&f.parallelism, "parallelism", 0, "goroutines rewriting, or deleting, at once (default: CPUs for rewrites, 32 deletes)")
+	f.share.bind(fs)
 	return cmd
 }
 
@@ -94,6 +96,12 @@ func (f *maintainFlags) validate(fs *pflag.FlagSet) error {
 	}
 	if !f.optimize && !f.cluster && !f.vacuum && !f.checkpoint {
 		return badArg("nothing to run: select at least one of --optimize, --cluster, --vacuum, --checkpoint")
+	}
+	if _, err := f.share.check(fs); err != nil {
+		return err
+	}
+	if f.share.enabled() && !f.optimize && !f.cluster {
+		return badArg("--share splits the optimize or cluster step: add --optimize or --cluster")
 	}
 	return nil
 }
@@ -131,7 +139,24 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 		}
 		res.Ops = append(res.Ops, *op)
 	}
-	if f.optimize || f.cluster {
+	switch {
+	case f.share.enabled():
+		share, err := f.share.check(nil) // validated already; enabled, so fs is not read
+		if err != nil {
+			return nil, err
+		}
+		if len(zorder) > 0 || opts.BatchSize > 0 {
+			return nil, badArg("--share runs a plan's share and commits once: --zorder-by and --batch-size do not apply")
+		}
+		op, sh, err := shareLayout(e, tbl, share, f.share.wait, opts, f.clu)
+		step(op, err)
+		res.Share = sh
+		if share.Index != 0 {
+			// The other steps run once, after the commit, in share 0.
+			describeTable(e.ctx, tbl, res)
+			return res, maintainError(res, errs)
+		}
+	case f.optimize || f.cluster:
 		maintainLayout(e, tbl, f, opts, zorder, step)
 	}
 	if f.vacuum && e.ctx.Err() == nil && !corrupt {
@@ -155,13 +180,18 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 	}
 	describeTable(e.ctx, tbl, res)
 	fmt.Fprint(e.text, maintainText(res))
+	return res, maintainError(res, errs)
+}
+
+// maintainError is the run's error from its steps' errors, and marks a run of nothing-to-do steps.
+func maintainError(res *result.Result, errs []error) error {
 	if len(errs) > 0 {
-		return res, worstError(res.Ops, errs)
+		return worstError(res.Ops, errs)
 	}
 	if allNothingToDo(res.Ops) {
 		res.Outcome = result.NothingToDo
 	}
-	return res, nil
+	return nil
 }
 
 // maintainLayout runs the optimize/cluster steps: one clustering run on a clustered table (whichever

@@ -24,6 +24,7 @@ func newOptimizeCmd(mode Mode) *cobra.Command {
 		out    outputFlags
 		f      optimizeFlags
 		cf     = defaultClusterFlags()
+		sf     shareFlags
 		dryRun bool
 	)
 	cmd := &cobra.Command{
@@ -49,6 +50,9 @@ Hilbert curve (Z-order for one column); --full (or --incremental=false) recluste
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, "optimize", mode, &out, false, func(e *env) (*result.Result, error) {
+				if sf.enabled() || cmd.Flags().Changed("run-id") || cmd.Flags().Changed("at-version") {
+					return optimizeShareCommand(e, args[0], &f, cf, &sf, cmd.Flags(), dryRun)
+				}
 				return optimizeCommand(e, args[0], &f, cf, cmd.Flags(), dryRun)
 			})
 		},
@@ -56,6 +60,7 @@ Hilbert curve (Z-order for one column); --full (or --incremental=false) recluste
 	out.bind(cmd)
 	f.bind(cmd.Flags())
 	cf.bind(cmd.Flags())
+	sf.bind(cmd.Flags())
 	cmd.Flags().IntVar(&f.parallelism, "parallelism", 0, "goroutines reading and writing at once (default: number of CPUs)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the plan (bins, files, bytes) and change nothing")
 	return cmd
@@ -156,6 +161,35 @@ func optimizeCommand(e *env, location string, f *optimizeFlags, cf clusterFlags,
 		fmt.Fprint(e.text, optimizeText(location, rep))
 	case op != nil:
 		fmt.Fprint(e.text, stepText(location, op))
+	}
+	describeTable(e.ctx, tbl, res)
+	return res, tableError(err)
+}
+
+// optimizeShareCommand runs one share of a scale-out compaction or clustering (scaleout.go).
+func optimizeShareCommand(e *env, location string, f *optimizeFlags, cf clusterFlags, sf *shareFlags, fs *pflag.FlagSet, dryRun bool) (*result.Result, error) {
+	s, err := sf.check(fs)
+	if err != nil {
+		return nil, err
+	}
+	opts, zorder, err := f.options(dryRun)
+	switch {
+	case err != nil:
+		return nil, err
+	case dryRun || len(zorder) > 0 || opts.BatchSize > 0:
+		return nil, badArg("--share runs a plan's share and commits once: --dry-run, --zorder-by and --batch-size do not apply")
+	}
+	tbl, err := openTable(e.ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	op, sh, err := shareLayout(e, tbl, s, sf.wait, opts, cf)
+	res := &result.Result{Share: sh}
+	if op != nil {
+		res.Ops = []result.Op{*op}
+		if err == nil && op.Outcome == result.NothingToDo {
+			res.Outcome = result.NothingToDo
+		}
 	}
 	describeTable(e.ctx, tbl, res)
 	return res, tableError(err)

@@ -71,6 +71,7 @@ type Result struct {
 	Ingest     *Ingest  `json:"ingest,omitempty"`
 	Merge      *Merge   `json:"merge,omitempty"`
 	Delete     *Delete  `json:"delete,omitempty"`
+	Share      *Share   `json:"share,omitempty"` // a scale-out share (share.go)
 }
 
 // Table is what a table is: the facts DeltaTable status shows.
@@ -170,6 +171,11 @@ func (r *Result) Encode() ([]byte, error) {
 			in.NewColumns = append(in.NewColumns[:20:20], "...")
 		}
 		trimmed.Ingest = &in
+	}
+	if trimmed.Share != nil {
+		sh := *trimmed.Share
+		sh.Superseded = nil
+		trimmed.Share = &sh
 	}
 	if trimmed.Table != nil {
 		t := *trimmed.Table
