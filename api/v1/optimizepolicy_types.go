@@ -376,6 +376,9 @@ type OptimizePolicy struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   OptimizePolicySpec   `json:"spec"`
+	// Status is written by the controller. A new object starts with observedGeneration 0, so that GitOps
+	// tools (kstatus) read it as in progress until the first reconcile.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status OptimizePolicyStatus `json:"status,omitempty"`
 }
 
