@@ -287,4 +287,3 @@ func TestKstatus_StreamIngestStates(t *testing.T) {
 	finishJob(t, clk, job, 0, encode(t, ingestResult(result.Succeeded, 0, 2, 0)))
 	waitKstatus(t, drain, "streamingest-completed", "True/Completed", status.CurrentStatus)
 }
-
