@@ -192,8 +192,8 @@ func (o *Options) explainPolicy(out io.Writer, p *deltav1.OptimizePolicy, t *del
 				p.Name, ts.PendingSince.UTC().Format(time.RFC3339), wait))
 		}
 	}
-	if strings.Contains(ph.Message, "waiting:") {
-		why = append(why, "policy "+p.Name+" reports "+oneLine(ph.Message[strings.Index(ph.Message, "waiting:"):], 160))
+	if _, waiting, ok := strings.Cut(ph.Message, "waiting:"); ok {
+		why = append(why, "policy "+p.Name+" reports waiting:"+oneLine(waiting, 160))
 	}
 	if !p.Spec.Suspend && p.Spec.Schedule != "" && !d.Run && !d.Wait {
 		why = append(why, fmt.Sprintf("policy %s's triggers are not crossed (%s), so its slots skip the table", p.Name, d.Message))
