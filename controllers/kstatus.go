@@ -31,6 +31,12 @@ var stalledReasons = map[string]bool{
 	deltav1.ReasonBadFile:            true,
 	deltav1.ReasonSchemaChangeNeeded: true,
 	deltav1.ReasonIngestNotAvailable: true,
+	// The owner branch's reasons (api/v1 ReasonDuplicateLocation, ReasonTableNotFound, ReasonStartFailed),
+	// by value until both branches are merged: another table claims the location, the table does not exist
+	// at its location, a Job's pod never started (image, quota, scheduling).
+	"DuplicateLocation": true,
+	"TableNotFound":     true,
+	"StartFailed":       true,
 }
 
 // catchingUpReasons are the Ready reasons of an object whose status has not caught up with its spec yet.

@@ -134,8 +134,23 @@ func (o *Options) lockOf(ctx context.Context, t *deltav1.DeltaTable, out io.Writ
 		fmt.Fprintf(out, "  Lease %s: held by running Job %s%s (%s)\n", l.Name, holder, since, job.Annotations[deltav1.AnnotationOperations])
 		return holder, nil
 	}
-	fmt.Fprintln(out, "  free (no Lease: no Job has run on the table yet)")
-	return "", nil
+	// Locks keyed by storage location live in the manager's namespace under hashed names; the table's
+	// status names the live Job that holds it.
+	if t.Status.ActiveJob == "" {
+		fmt.Fprintln(out, "  free: no Job runs on the table")
+		return "", nil
+	}
+	var job batchv1.Job
+	err := o.client.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Status.ActiveJob}, &job)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get the table's active Job %s: %w", t.Status.ActiveJob, err)
+	}
+	if err != nil || jobDone(&job) {
+		fmt.Fprintf(out, "  free: the last active Job %s has ended\n", t.Status.ActiveJob)
+		return "", nil
+	}
+	fmt.Fprintf(out, "  held by running Job %s (%s), the table's active Job\n", job.Name, job.Annotations[deltav1.AnnotationOperations])
+	return job.Name, nil
 }
 
 func jobDone(j *batchv1.Job) bool {
