@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -169,6 +170,9 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		case isSpecError(err):
 			view.SpecError = sanitize(err.Error(), 1024)
 			terminal = err
+			if old := apimeta.FindStatusCondition(table.Status.Conditions, deltav1.ConditionReady); old == nil || old.Message != view.SpecError {
+				evq.warning(EventInvalidSpec, actionValidate, nil, view.SpecError)
+			}
 		default:
 			return ctrl.Result{}, err
 		}
@@ -214,6 +218,9 @@ func (r *DeltaTableReconciler) startInspect(ctx context.Context, table *deltav1.
 	args, err := inspectArgs(table)
 	if err != nil {
 		return nil, specError{err}
+	}
+	if err := r.checkJobTemplate(table.Spec.JobTemplate); err != nil {
+		return nil, err
 	}
 	req := &JobRequest{
 		Kind: JobInspect, OwnerKind: "DeltaTable", Owner: table, Table: table, Template: table.Spec.JobTemplate,

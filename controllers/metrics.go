@@ -108,7 +108,7 @@ func observeRun(kind, namespace string, run *finishedRun) {
 		runDuration.WithLabelValues(kind, string(run.Kind)).Observe(rec.CompletionTime.Sub(rec.StartTime.Time).Seconds())
 	}
 	if (rec.Result == deltav1.RunSucceeded || rec.Result == deltav1.RunNothingToDo) && rec.CompletionTime != nil {
-		lastSuccess.WithLabelValues(namespace, rec.Table, string(run.Kind)).Set(float64(rec.CompletionTime.Unix()))
+		raiseLastSuccess(namespace, rec.Table, string(run.Kind), rec.CompletionTime.Time)
 	}
 }
 
@@ -116,6 +116,7 @@ func observeRun(kind, namespace string, run *finishedRun) {
 // linger.
 func setTableGauges(t *deltav1.DeltaTable) {
 	ns, name := t.Namespace, t.Name
+	setTableHealthGauges(t)
 	if !t.IsInspected() {
 		return
 	}
@@ -141,6 +142,7 @@ func forgetTable(namespace, name string) {
 		g.DeletePartialMatch(match)
 	}
 	lastSuccess.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "table": name})
+	forgetTableHealth(namespace, name)
 }
 
 // setPolicyNext publishes a policy's next slot, or drops it.
@@ -176,6 +178,7 @@ func observeIngest(si *deltav1.StreamIngest, run *finishedRun, _ outcome) {
 
 // setStreamGauges publishes a stream's backlog.
 func setStreamGauges(si *deltav1.StreamIngest) {
+	setConditionGauges(streamCondition, si.Namespace, si.Name, si.Status.Conditions)
 	b := si.Status.Backlog
 	if b == nil {
 		return
@@ -199,4 +202,5 @@ func forgetStream(namespace, name string) {
 		c.DeleteLabelValues(namespace, name)
 	}
 	ingestBatchDuration.DeleteLabelValues(namespace, name)
+	streamCondition.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "name": name})
 }

@@ -89,6 +89,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Get(ctx, req.NamespacedName, &pol); err != nil {
 		if apierrors.IsNotFound(err) {
 			setPolicyNext(req.Namespace, req.Name, nil)
+			forgetPolicy(req.Namespace, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get OptimizePolicy %s: %w", req.NamespacedName, err)
@@ -115,6 +116,9 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			view.SpecReason, view.SpecError = deltav1.ReasonInvalidSpec, "targets.selector: "+err.Error()
 		}
 		selector = s
+	}
+	if err := r.checkJobTemplate(pol.Spec.JobTemplate); err != nil && view.SpecError == "" {
+		view.SpecReason, view.SpecError = deltav1.ReasonInvalidSpec, err.Error()
 	}
 	view.NoSteps = !pol.CompactionEnabled() && !pol.ClusteringEnabled() && !pol.VacuumEnabled() && !pol.CheckpointEnabled()
 
@@ -201,6 +205,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	} else {
 		setPolicyNext(pol.Namespace, pol.Name, nil)
 	}
+	setPolicyGauges(&pol, view.Tables, sched, view.Next, view.Suspended)
 	if view.SpecError != "" {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("OptimizePolicy %s: %s", req.NamespacedName, view.SpecError))
 	}

@@ -124,7 +124,7 @@ func (ps *policyStatus) setReady(v policyView) {
 	}
 	var notes []string
 	if len(ps.waiting) > 0 {
-		notes = append(notes, "waiting: "+strings.Join(ps.waiting, "; "))
+		notes = append(notes, fmt.Sprintf("%d runs waiting: %s", len(ps.waiting), firstFew(ps.waiting, "; ")))
 	}
 	if v.RunNowOpen != "" {
 		notes = append(notes, "run-now request "+v.RunNowOpen+" is still being started")
@@ -141,12 +141,12 @@ func (ps *policyStatus) setReady(v policyView) {
 	case len(v.Tables) == 0:
 		msg := "the targets select no DeltaTable in this namespace"
 		if len(v.Missing) > 0 {
-			msg += "; not found: " + strings.Join(v.Missing, ", ")
+			msg += "; not found: " + firstFew(v.Missing, ", ")
 		}
 		ready(metav1.ConditionFalse, deltav1.ReasonNoTargets, msg)
 	case len(v.Missing) > 0:
-		ready(metav1.ConditionFalse, deltav1.ReasonTargetNotFound, fmt.Sprintf("DeltaTables not found: %s; maintaining the other %d%s",
-			strings.Join(v.Missing, ", "), len(v.Tables), suffix))
+		ready(metav1.ConditionFalse, deltav1.ReasonTargetNotFound, fmt.Sprintf("%d DeltaTables not found: %s; maintaining the other %d%s",
+			len(v.Missing), firstFew(v.Missing, ", "), len(v.Tables), suffix))
 	case v.Suspended:
 		ready(metav1.ConditionTrue, deltav1.ReasonSuspended, fmt.Sprintf("suspended: no scheduled runs (running Jobs finish; run-now requests still run); %d tables%s", len(v.Tables), suffix))
 	case !v.Scheduled:
@@ -157,6 +157,18 @@ func (ps *policyStatus) setReady(v policyView) {
 		ready(metav1.ConditionTrue, deltav1.ReasonScheduled, fmt.Sprintf("next slot %s (%s); %d tables%s",
 			v.Next.UTC().Format(time.RFC3339), v.TimeZone, len(v.Tables), suffix))
 	}
+}
+
+// readyListed is how many items of a list the Ready message names: a policy over thousands of tables keeps a
+// message a person can read (and kubectl can print); status.targets has every table.
+const readyListed = 3
+
+// firstFew joins the first readyListed items and counts the rest.
+func firstFew(items []string, sep string) string {
+	if len(items) <= readyListed {
+		return strings.Join(items, sep)
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:readyListed], sep), len(items)-readyListed)
 }
 
 // recordedIn reports whether a finished Job's run is in a persisted newest-first history capped at limit:

@@ -31,6 +31,8 @@ type reconcilerBase struct {
 	Recorder    events.EventRecorder
 	Lock        *TableLock
 	WorkerImage string
+	// AllowedImages are the images besides WorkerImage that a jobTemplate may name (checkJobTemplate).
+	AllowedImages []string
 }
 
 // tableJobs lists the maintenance and inspect Jobs on a table, from any owner, from the cache. Ingest Jobs

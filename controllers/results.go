@@ -166,7 +166,7 @@ func (r *finishedRun) setResult(res *result.Result) {
 	rec.Message = sanitize(summarize(res), maxRecordMessage)
 }
 
-// summarize is a one-line account of a result for people.
+// summarize is a one-line account of a result for people, in the terms of the spec that started the Job.
 func summarize(res *result.Result) string {
 	var parts []string
 	if res.Message != "" {
@@ -177,7 +177,8 @@ func summarize(res *result.Result) string {
 		if op.FilesAdded != 0 || op.FilesRemoved != 0 {
 			s += fmt.Sprintf(" (-%d/+%d files, -%s/+%s)", op.FilesRemoved, op.FilesAdded, humanBytes(op.BytesRemoved), humanBytes(op.BytesAdded))
 		}
-		if op.Message != "" && op.Outcome != result.Succeeded {
+		// A failed step's error is also the run's message (the worker joins them): say it once.
+		if op.Message != "" && op.Outcome != result.Succeeded && !strings.Contains(res.Message, op.Message) {
 			s += ": " + op.Message
 		}
 		parts = append(parts, s)
@@ -191,8 +192,17 @@ func summarize(res *result.Result) string {
 	if len(parts) == 0 {
 		return string(res.Outcome)
 	}
-	return strings.Join(parts, "; ")
+	return specTerms.Replace(strings.Join(parts, "; "))
 }
+
+// specTerms rewrites the worker's advice about its command-line flags into the spec fields that set them:
+// someone reading a Job's result in a status changes the object, not a command line.
+var specTerms = strings.NewReplacer(
+	"pass --allow-short-retention", "set the OptimizePolicy's spec.vacuum.allowShortRetention: true",
+	"pass --retention", "set the OptimizePolicy's spec.vacuum.retention",
+	"pass --target-file-size", "set the OptimizePolicy's spec.compaction.targetFileSize",
+	"declare them with inspect --cluster-by", "declare them in the DeltaTable's spec.clusterBy",
+)
 
 // lastTerminated returns the worker container's final state in the Job's newest terminated pod, preferring
 // a pod that exited 0 when the Job succeeded.

@@ -188,3 +188,22 @@ func TestHumanBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestSummarize_RefusedVacuumNamesTheSpecFieldOnce(t *testing.T) {
+	refusal := "retention 1h0m0s is shorter than the table's delta.deletedFileRetentionDuration (168h0m0s): readers of older " +
+		"snapshots and writers still committing may need those files; pass --allow-short-retention if no such reader or writer exists"
+	res := &result.Result{Outcome: result.Refused, Message: refusal, Ops: []result.Op{
+		{Name: "optimize", Outcome: result.NothingToDo},
+		{Name: "vacuum", Outcome: result.Refused, Reason: result.ReasonBadArgument, Message: refusal},
+	}}
+	got := summarize(res)
+	if !strings.Contains(got, "set the OptimizePolicy's spec.vacuum.allowShortRetention: true") {
+		t.Errorf("summary does not name the spec field:\n%s", got)
+	}
+	if strings.Contains(got, "--allow-short-retention") {
+		t.Errorf("summary names the CLI flag:\n%s", got)
+	}
+	if n := strings.Count(got, "is shorter than the table's"); n != 1 {
+		t.Errorf("summary says the refusal %d times:\n%s", n, got)
+	}
+}

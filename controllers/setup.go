@@ -16,6 +16,8 @@ import (
 type Config struct {
 	// WorkerImage runs the worker Jobs unless a jobTemplate names another.
 	WorkerImage string
+	// AllowedImages are the other images a jobTemplate may name: exact references or prefixes ending in *.
+	AllowedImages []string
 	// Clock is the reconcilers' clock; tests pass a fake one.
 	Clock clock.PassiveClock
 	// EventRecorderName is the reporting controller of the Events (default "deltakeeper").
@@ -45,7 +47,7 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 	}
 	recorder := mgr.GetEventRecorder(cfg.EventRecorderName)
 	lock := &TableLock{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: cfg.Clock}
-	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage}
+	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage, AllowedImages: cfg.AllowedImages}
 	if err := (&DeltaTableReconciler{reconcilerBase: base}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the DeltaTable controller: %w", err)
 	}

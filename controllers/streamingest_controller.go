@@ -271,6 +271,9 @@ func (r *StreamIngestReconciler) startIngest(ctx context.Context, si *deltav1.St
 	if template == nil {
 		template = table.Spec.JobTemplate // the table's pods settings (image, service account, node placement)
 	}
+	if err := r.checkJobTemplate(template); err != nil {
+		return nil, err
+	}
 	req := &JobRequest{
 		Kind: JobIngest, OwnerKind: "StreamIngest", Owner: si, Table: table, Stream: si.Name, Template: template,
 		Args: args, Operations: []deltav1.Operation{deltav1.OperationIngest}, SlotKey: "job/" + strconv.FormatInt(st.JobsStarted, 10),

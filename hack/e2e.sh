@@ -11,9 +11,13 @@
 #   phase S  streams: append streams from CSV and NDJSON survive killed ingest pods while a policy clusters the
 #            table, an upsert stream applies changes with deletes to another, and the host finds every row
 #            exactly once and the upserted table equal to its model (TestStream_*)
+#   phase M  monitoring: Debian's prometheus on the host scrapes the manager through config/monitoring's
+#            Service with a token bound to deltakeeper-metrics-reader; every dashboard query and alert metric
+#            has series, and the maintenance-failing alert fires on broken credentials and resolves after the
+#            fix (TestMonitoring_*)
 #
 # Logs of every component, the manager, the S3 server and the test output go to bin/e2e-logs/.
-# Environment: DELTAKEEPER_E2E_PHASES ("A B C S" by default; "A" runs only phase A), DELTAKEEPER_E2E_KEEP_CLUSTER=1
+# Environment: DELTAKEEPER_E2E_PHASES ("A B C S M" by default; "A" runs only phase A), DELTAKEEPER_E2E_KEEP_CLUSTER=1
 # (leave the cluster and S3 server running afterwards for debugging), DELTAKEEPER_E2E_RUN (a -run regexp to
 # narrow the tests), DELTAKEEPER_DEMO=1 (run hack/demo-scenario.sh instead of the tests: `make demo`), and
 # cluster-up.sh's variables (DELTAKEEPER_CLUSTER_DIR, ...). Needs root.
@@ -27,7 +31,7 @@ cd "$DK_ROOT"
 IMAGE=deltakeeper.local/deltakeeper:e2e
 PROBE_IMAGE=deltakeeper.local/e2e-probe:e2e
 LOGDIR=$DK_ROOT/bin/e2e-logs
-PHASES=${DELTAKEEPER_E2E_PHASES:-A B C S}
+PHASES=${DELTAKEEPER_E2E_PHASES:-A B C S M}
 KEEP=${DELTAKEEPER_E2E_KEEP_CLUSTER:-0}
 MANAGER_NS=deltakeeper-system
 MANAGER=deployment/deltakeeper-manager
@@ -173,11 +177,12 @@ run_phase() {   # run_phase NAME GO_TEST_SELECTION...
 }
 for phase in $PHASES; do
   case $phase in
-    A) run_phase A -skip '^Test(Maintenance|Cloud|Stream)_' ;;
+    A) run_phase A -skip '^Test(Maintenance|Cloud|Stream|Monitoring)_' ;;
     B) run_phase B -run '^TestMaintenance_' ;;
     C) run_phase C -run '^TestCloud_' ;;
     S) run_phase S -run '^TestStream_' ;;
-    *) dk_die "unknown phase $phase in DELTAKEEPER_E2E_PHASES (A, B, C, S)" ;;
+    M) run_phase M -run '^TestMonitoring_' ;;
+    *) dk_die "unknown phase $phase in DELTAKEEPER_E2E_PHASES (A, B, C, S, M)" ;;
   esac
 done
 if ((${#failed[@]})); then

@@ -13,8 +13,9 @@ if [[ -n $unformatted ]]; then
 fi
 
 # The separate modules: bench keeps DuckDB out of the main module, hack/s3server the test S3 server's
-# dependencies, hack/tools golangci-lint's; hack/k8s and hack/helm only pin upstream builds.
-modules=(. bench hack/s3server)
+# dependencies, test/monitoring the Grafana SDK of the dashboard check, hack/tools golangci-lint's; hack/k8s and
+# hack/helm only pin upstream builds.
+modules=(. bench hack/s3server test/monitoring)
 
 for mod in "${modules[@]}"; do
   (cd "$mod" && go vet ./...)
@@ -25,14 +26,14 @@ done
 export GOLANGCI_LINT_CACHE=${GOLANGCI_LINT_CACHE:-$root/bin/golangci-lint-cache}
 golangci_lint=(go tool -modfile="$root/hack/tools/go.mod" golangci-lint)
 # bench is not linted yet: its benchmark commands have 39 findings (unchecked fs.Parse, exits after defers).
-for mod in . hack/s3server; do
+for mod in . hack/s3server test/monitoring; do
   (cd "$mod" && "${golangci_lint[@]}" run --config "$root/.golangci.yml" ./...)
 done
 
 # go.mod and go.sum say what the code imports: direct dependencies not marked indirect, nothing missing or
 # left over.
 untidy=0
-for mod in . bench hack/s3server hack/tools hack/k8s hack/helm; do
+for mod in . bench hack/s3server test/monitoring hack/tools hack/k8s hack/helm; do
   if ! diff=$(cd "$mod" && go mod tidy -diff 2>&1); then
     echo "lint: $mod/go.mod is not tidy (run: cd $mod && go mod tidy):" >&2
     echo "$diff" >&2
@@ -42,7 +43,7 @@ done
 [[ $untidy == 0 ]] || exit 1
 
 # Regenerate and compare: a stale generated file means someone changed a marker without `make generate`.
-generated=(api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml charts/deltakeeper/templates/crds charts/deltakeeper/templates/clusterrole.yaml docs/api.md)
+generated=(api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml charts/deltakeeper/templates/crds charts/deltakeeper/templates/clusterrole.yaml charts/deltakeeper/files config/monitoring/prometheusrule.yaml docs/api.md)
 snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT
 for p in "${generated[@]}"; do

@@ -2,6 +2,7 @@
 # test.sh - everything `make test` runs, building what the tests need first (nothing comes pre-installed):
 #   kube-apiserver + etcd + kubectl from the Go module proxy (envtest), the S3-compatible test server, the
 #   Azure (Azurite, from npm) and GCS (fake-gcs-server) emulators, the Helm CLI (the chart is linted, rendered and dry-run applied), then
+#   the Prometheus Operator CRDs (envtest dry-runs the chart's ServiceMonitor and PrometheusRule), then
 #   lint, every Go test of the main module (unit, conformance, S3 integration, envtest), the concurrent
 #   packages again under the race detector, and the benchmark module's cross-checks against DuckDB.
 set -euo pipefail
@@ -21,6 +22,8 @@ DELTAKEEPER_GCSSERVER=$(hack/build-gcsserver.sh)
 export DELTAKEEPER_GCSSERVER
 DELTAKEEPER_HELM=$(hack/build-helm.sh)
 export DELTAKEEPER_HELM
+DELTAKEEPER_PROMETHEUS_OPERATOR_CRDS=$(hack/fetch-prometheus-operator-crds.sh)
+export DELTAKEEPER_PROMETHEUS_OPERATOR_CRDS
 # test/torture at its CI size (make torture runs the full counts).
 export DELTAKEEPER_TORTURE=ci
 export DELTA_CONFORMANCE_DIR=${DELTA_CONFORMANCE_DIR:-$(cd "$root/.." && pwd)/shared/delta-conformance}
@@ -36,6 +39,11 @@ go test -count=1 -timeout 30m ./...
 # the race detector: a race there can lose or duplicate rows, and it rarely shows otherwise.
 step "go test -race (concurrent packages)"
 go test -race -count=1 -timeout 30m ./worker/delta ./worker/parquetio ./worker/storage ./controllers
+
+# The dashboard in Grafana's schema and the alerts through promtool (Debian's prometheus package:
+# hack/install-host-deps.sh); its own module keeps the Grafana SDK out of the main go.mod.
+step "go test ./... (test/monitoring module: dashboard schema, promtool)"
+(cd test/monitoring && go test -count=1 ./...)
 
 if [[ -f bench/go.mod ]]; then
   step "go test ./... (bench module: DuckDB cross-checks)"

@@ -43,14 +43,15 @@ type DeltaTableSpec struct {
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
-	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d == c))",message="clusterBy columns must be distinct"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d.lowerAscii() == c.lowerAscii()))",message="clusterBy columns must be distinct ignoring case (Delta column names are case-insensitive)"
 	// +listType=atomic
 	ClusterBy []string `json:"clusterBy,omitempty"`
 
 	// InspectInterval is how often an inspect Job refreshes the status (and re-applies properties).
 	// +optional
 	// +kubebuilder:default="1h"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="inspectInterval must be at least 1m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",messageExpression=`'inspectInterval "' + self + '" is not a duration: use 24h, 168h, 720h (units h, m, s; there is no d)'`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self) >= duration('1m')",message="inspectInterval must be at least 1m"
 	InspectInterval *metav1.Duration `json:"inspectInterval,omitempty"`
 
 	// JobTemplate customises the pods of this table's inspect Jobs.
@@ -182,18 +183,21 @@ type TableProperties struct {
 
 	// TargetFileSize sets delta.targetFileSize, the size that compaction and clustering aim for.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('16Gi')) <= 0",message="targetFileSize must be between 1Mi and 16Gi"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",messageExpression=`'targetFileSize "' + string(self) + '" is not a size: use 256Mi or 1Gi (Ki, Mi, Gi, Ti; no space, no B)'`
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('16Gi')) <= 0)",message="targetFileSize must be between 1Mi and 16Gi"
 	TargetFileSize *resource.Quantity `json:"targetFileSize,omitempty"`
 
 	// DeletedFileRetention sets delta.deletedFileRetentionDuration: how long removed files stay for time
 	// travel and concurrent readers before VACUUM may delete them.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="deletedFileRetention must be at least 1h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",messageExpression=`'deletedFileRetention "' + self + '" is not a duration: use 24h, 168h, 720h (units h, m, s; there is no d)'`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self) >= duration('1h')",message="deletedFileRetention must be at least 1h"
 	DeletedFileRetention *metav1.Duration `json:"deletedFileRetention,omitempty"`
 
 	// LogRetention sets delta.logRetentionDuration: how long log history is kept.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="logRetention must be at least 1h"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",messageExpression=`'logRetention "' + self + '" is not a duration: use 24h, 168h, 720h (units h, m, s; there is no d)'`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self) >= duration('1h')",message="logRetention must be at least 1h"
 	LogRetention *metav1.Duration `json:"logRetention,omitempty"`
 
 	// CheckpointInterval sets delta.checkpointInterval: commits between checkpoints.

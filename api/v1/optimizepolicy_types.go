@@ -20,6 +20,12 @@ type OptimizePolicySpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self.split(' ').filter(f, f != '').size() == 5",message="schedule must have exactly five space-separated fields (minute hour day-of-month month day-of-week), e.g. '0 3 * * *'"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('TZ=')",message="schedule must not contain TZ= or CRON_TZ=: set spec.timeZone instead"
+	// +kubebuilder:validation:XValidation:rule="self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[0].matches('^([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?(,([*?]|[0-5]?[0-9](-[0-5]?[0-9])?)(/[1-9][0-9]*)?)*$')",messageExpression=`'schedule "' + self + '": minute field "' + self.split(' ').filter(f, f != '')[0] + '" is not in 0-59; write a number, a range (1-5), a list (1,15), a step (*/15) or *'`
+	// +kubebuilder:validation:XValidation:rule="self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[1].matches('^([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?)*$')",messageExpression=`'schedule "' + self + '": hour field "' + self.split(' ').filter(f, f != '')[1] + '" is not in 0-23; write a number, a range (1-5), a list (1,15), a step (*/15) or *'`
+	// +kubebuilder:validation:XValidation:rule="self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[2].matches('^([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?)*$')",messageExpression=`'schedule "' + self + '": day-of-month field "' + self.split(' ').filter(f, f != '')[2] + '" is not in 1-31; write a number, a range (1-5), a list (1,15), a step (*/15) or *'`
+	// +kubebuilder:validation:XValidation:rule="self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[3].matches('^([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(0?[1-9]|1[0-2]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[1-9][0-9]*)?)*$')",messageExpression=`'schedule "' + self + '": month field "' + self.split(' ').filter(f, f != '')[3] + '" is not in 1-12 or JAN-DEC; write a number, a range (1-5), a list (1,15), a step (*/15) or *'`
+	// +kubebuilder:validation:XValidation:rule="self.split(' ').filter(f, f != '').size() != 5 || self.split(' ').filter(f, f != '')[4].matches('^([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[1-9][0-9]*)?(,([*?]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[1-9][0-9]*)?)*$')",messageExpression=`'schedule "' + self + '": day-of-week field "' + self.split(' ').filter(f, f != '')[4] + '" is not in 0-6 (Sunday is 0) or SUN-SAT; write a number, a range (1-5), a list (1,15), a step (*/15) or *'`
+	// +kubebuilder:validation:XValidation:rule="!self.contains('?')",messageExpression=`'schedule "' + self + '" uses ?, which Kubernetes-style cron does not need: write * for any day'`
 	Schedule string `json:"schedule,omitempty"`
 
 	// TimeZone is the IANA time zone the schedule is evaluated in.
@@ -140,11 +146,13 @@ type Triggers struct {
 
 	// UnclusteredBytes runs clustering when at least this much data is not yet clustered.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="unclusteredBytes must be positive"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",messageExpression=`'triggers.unclusteredBytes "' + string(self) + '" is not a size: use 256Mi or 1Gi (Ki, Mi, Gi, Ti; no space, no B)'`
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isGreaterThan(quantity('0')))",message="unclusteredBytes must be positive"
 	UnclusteredBytes *resource.Quantity `json:"unclusteredBytes,omitempty"`
 }
 
 // CompactionSpec configures bin-packing compaction (OPTIMIZE).
+// +kubebuilder:validation:XValidation:rule="!has(self.minFileSize) || !has(self.targetFileSize) || !isQuantity(string(self.minFileSize)) || !isQuantity(string(self.targetFileSize)) || quantity(string(self.minFileSize)).compareTo(quantity(string(self.targetFileSize))) <= 0",messageExpression=`'compaction.minFileSize ' + string(self.minFileSize) + ' is above compaction.targetFileSize ' + string(self.targetFileSize) + ': files below minFileSize are compacted into files of targetFileSize, so set minFileSize at most targetFileSize (or leave it out: it defaults to targetFileSize)'`
 type CompactionSpec struct {
 	// Enabled turns compaction on.
 	// +optional
@@ -153,12 +161,14 @@ type CompactionSpec struct {
 
 	// TargetFileSize of compacted files (default: the table's delta.targetFileSize, else 1Gi).
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('16Gi')) <= 0",message="targetFileSize must be between 1Mi and 16Gi"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",messageExpression=`'compaction.targetFileSize "' + string(self) + '" is not a size: use 256Mi or 1Gi (Ki, Mi, Gi, Ti; no space, no B)'`
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('1Mi')) >= 0 && quantity(string(self)).compareTo(quantity('16Gi')) <= 0)",message="targetFileSize must be between 1Mi and 16Gi"
 	TargetFileSize *resource.Quantity `json:"targetFileSize,omitempty"`
 
 	// MinFileSize makes files smaller than this candidates (default: the target file size).
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="minFileSize must be positive"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",messageExpression=`'compaction.minFileSize "' + string(self) + '" is not a size: use 256Mi or 1Gi (Ki, Mi, Gi, Ti; no space, no B)'`
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isGreaterThan(quantity('0')))",message="minFileSize must be positive"
 	MinFileSize *resource.Quantity `json:"minFileSize,omitempty"`
 
 	// MaxDeletedRowsRatio makes files whose deletion vectors delete more than this share of rows candidates.
@@ -203,7 +213,7 @@ type ClusteringSpec struct {
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
-	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d == c))",message="zOrderBy columns must be distinct"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d.lowerAscii() == c.lowerAscii()))",message="zOrderBy columns must be distinct ignoring case (Delta column names are case-insensitive)"
 	// +listType=atomic
 	ZOrderBy []string `json:"zOrderBy,omitempty"`
 
@@ -247,6 +257,7 @@ const (
 )
 
 // VacuumSpec configures VACUUM.
+// +kubebuilder:validation:XValidation:rule="!has(self.retention) || !self.retention.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self.retention) != duration('0s') || (has(self.allowShortRetention) && self.allowShortRetention)",messageExpression=`'vacuum.retention ' + self.retention + ' deletes every unreferenced file at once, also files that running readers and time travel still need: set vacuum.allowShortRetention: true to confirm, or keep at least the table retention (default 168h)'`
 type VacuumSpec struct {
 	// Enabled turns vacuum on.
 	// +optional
@@ -256,7 +267,8 @@ type VacuumSpec struct {
 	// Retention keeps removed files at least this long (default: the table's delta.deletedFileRetentionDuration,
 	// else 168h). A retention shorter than the table's requires allowShortRetention.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="retention must not be negative"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",messageExpression=`'vacuum.retention "' + self + '" is not a duration: use 24h, 168h, 720h (units h, m, s; there is no d)'`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self) >= duration('0s')",message="retention must not be negative"
 	Retention *metav1.Duration `json:"retention,omitempty"`
 
 	// AllowShortRetention permits a retention below the table's delta.deletedFileRetentionDuration; this can

@@ -9,7 +9,9 @@ import (
 // full PodTemplateSpec: the security context, command, volumes and credentials are the operator's to set, and a
 // full pod template would push the CRDs past the size that client-side apply and Argo CD can handle.
 type JobTemplate struct {
-	// Image overrides the worker image (default: the image the manager was started with).
+	// Image overrides the worker image (default: the image the manager was started with). The manager runs
+	// only its worker image and the images its --allowed-worker-images flag lists (default: none); a template
+	// naming another makes the object InvalidSpec and runs nothing.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
@@ -28,6 +30,8 @@ type JobTemplate struct {
 	// Resources of the worker container. Compaction streams row groups, so memory needs are modest; clustering
 	// spills to the pod's scratch volume beyond the memory limit.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || !('memory' in self.limits) || !('memory' in self.requests) || !isQuantity(string(self.limits['memory'])) || !isQuantity(string(self.requests['memory'])) || quantity(string(self.limits['memory'])).compareTo(quantity(string(self.requests['memory']))) >= 0",messageExpression=`'resources.limits.memory ' + string(self.limits['memory']) + ' is below resources.requests.memory ' + string(self.requests['memory']) + ': the limit must be at least the request, e.g. requests 512Mi and limits 2Gi'`
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || !has(self.requests) || !('cpu' in self.limits) || !('cpu' in self.requests) || !isQuantity(string(self.limits['cpu'])) || !isQuantity(string(self.requests['cpu'])) || quantity(string(self.limits['cpu'])).compareTo(quantity(string(self.requests['cpu']))) >= 0",messageExpression=`'resources.limits.cpu ' + string(self.limits['cpu']) + ' is below resources.requests.cpu ' + string(self.requests['cpu']) + ': the limit must be at least the request'`
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// NodeSelector of the worker pod.
@@ -38,6 +42,8 @@ type JobTemplate struct {
 	// Tolerations of the worker pod.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.operator) || t.operator in ['', 'Exists', 'Equal'])",message="tolerations operator must be Exists or Equal (spelt so: case matters)"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.effect) || t.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="tolerations effect must be NoSchedule, PreferNoSchedule or NoExecute (or empty: all effects)"
 	// +listType=atomic
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
@@ -51,15 +57,20 @@ type JobTemplate struct {
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
 	// ServiceAccountName overrides the ServiceAccount of the worker pod. By default the table's
-	// storage.credentials.serviceAccountName is used, else the namespace's default ServiceAccount.
+	// storage.credentials.serviceAccountName is used, else the namespace's default ServiceAccount. Whoever may
+	// edit a DeltaTable, OptimizePolicy or StreamIngest may so run pods as any ServiceAccount of its namespace
+	// (see docs/security.md).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
-	// PodLabels are added to the worker pods (for cost attribution or network policies).
+	// PodLabels are added to the worker pods (for cost attribution or network policies). The manager checks
+	// the values (CEL cannot afford a regular expression over unbounded map values): a value that is not a
+	// label value makes the object InvalidSpec and runs nothing.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="podLabels keys must be label keys: an optional DNS prefix and /, then at most 63 letters, digits, -, _ or ., starting and ending with a letter or digit, e.g. team or example.com/cost-center"
 	PodLabels map[string]string `json:"podLabels,omitempty"`
 
 	// PodAnnotations are added to the worker pods.

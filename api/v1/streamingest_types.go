@@ -23,8 +23,8 @@ type StreamIngestSpec struct {
 
 	// Target is the name of the DeltaTable (same namespace) to write to.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",messageExpression=`'target "' + self + '" is not a DeltaTable name: lower-case letters, digits, - and ., starting and ending with a letter or digit, e.g. orders-2024'`
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="target is immutable: the stream's progress belongs to one table; create a new StreamIngest for another"
 	Target string `json:"target"`
 
@@ -43,7 +43,8 @@ type StreamIngestSpec struct {
 	// MaxBytesPerTrigger is a soft cap on the bytes per batch: a batch stops taking files once it reaches it,
 	// but always takes at least one file.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="maxBytesPerTrigger must be positive, e.g. 10Gi"
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self))",messageExpression=`'maxBytesPerTrigger "' + string(self) + '" is not a size: use 256Mi or 1Gi (Ki, Mi, Gi, Ti; no space, no B)'`
+	// +kubebuilder:validation:XValidation:rule="!isQuantity(string(self)) || (quantity(string(self)).isGreaterThan(quantity('0')))",message="maxBytesPerTrigger must be positive, e.g. 10Gi"
 	MaxBytesPerTrigger *resource.Quantity `json:"maxBytesPerTrigger,omitempty"`
 
 	// Mode is how each batch is written: Append (blind appends, the default), Upsert (update the rows whose
@@ -59,8 +60,9 @@ type StreamIngestSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() > 0)",message="keys must not be empty strings: name the columns that identify a row, e.g. keys: [order_id]"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self.exists_one(d, d.lowerAscii() == k.lowerAscii()))",message="keys must be distinct ignoring case (Delta column names are case-insensitive)"
 	// +listType=atomic
 	Keys []string `json:"keys,omitempty"`
 
@@ -122,6 +124,7 @@ type StreamIngestSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.all(c, self.exists_one(d, d.lowerAscii() == c.lowerAscii()))",message="partitionBy columns must be distinct ignoring case (Delta column names are case-insensitive)"
 	// +listType=atomic
 	PartitionBy []string `json:"partitionBy,omitempty"`
 
@@ -152,7 +155,7 @@ type StreamIngestSpec struct {
 	// CheckpointLocation stores the stream's progress (default: <table>/_deltakeeper/streams/<namespace>.<name>).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3|abfss|abfs|wasbs|wasb|az|azure|gs)://.') || self.startsWith('file:///')",message="checkpointLocation must be an s3:// or file:/// URI, or an Azure (abfss://, abfs://, wasbs://, wasb://, az://) or gs:// one"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$') || self.matches('^(abfss|abfs|wasbs|wasb)://[A-Za-z0-9._-]+@[A-Za-z0-9-]+([.](dfs|blob)[.][A-Za-z0-9.-]+)?(/.*)?$') || self.matches('^(az|azure)://[A-Za-z0-9._-]+(/.*)?$') || self.matches('^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$') || self.matches('^file:///.+$')",message="checkpointLocation must be s3://<bucket>[/prefix], abfss://<container>@<account>.dfs.core.windows.net[/prefix] (or abfs://, wasbs://, wasb://, az://<container>[/prefix]), gs://<bucket>[/prefix] with a valid bucket or container name, or file:///<absolute path>"
 	CheckpointLocation string `json:"checkpointLocation,omitempty"`
 
 	// Suspend stops new batches.
@@ -234,10 +237,11 @@ type IngestSource struct {
 // +kubebuilder:validation:XValidation:rule="self.format != 'csv' || !has(self.options) || self.options.all(k, k.lowerAscii() in ['header', 'delimiter', 'sep', 'quote', 'escape', 'comment', 'nullvalue', 'dateformat', 'timestampformat', 'infercolumntypes'])",message="csv options are header, delimiter (sep), quote, escape, comment, nullValue, dateFormat, timestampFormat and inferColumnTypes"
 // +kubebuilder:validation:XValidation:rule="!has(self.options) || self.options.all(k, !(k.lowerAscii() in ['header', 'multiline', 'infercolumntypes']) || self.options[k] in ['true', 'false'])",message="header, multiLine and inferColumnTypes take true or false"
 type FileSource struct {
-	// Location is an s3:// or file:/// prefix to watch.
+	// Location is the prefix to watch, in the forms a DeltaTable's location takes (s3://, Azure, gs://,
+	// file:///) and under the same rule, so a bucket name the store would refuse fails at admission.
 	// +kubebuilder:validation:MinLength=8
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3|abfss|abfs|wasbs|wasb|az|azure|gs)://.') || self.startsWith('file:///')",message="source.files.location must be an s3:// or file:/// URI, or an Azure (abfss://, abfs://, wasbs://, wasb://, az://) or gs:// one"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$') || self.matches('^(abfss|abfs|wasbs|wasb)://[A-Za-z0-9._-]+@[A-Za-z0-9-]+([.](dfs|blob)[.][A-Za-z0-9.-]+)?(/.*)?$') || self.matches('^(az|azure)://[A-Za-z0-9._-]+(/.*)?$') || self.matches('^gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/.*)?$') || self.matches('^file:///.+$')",message="source.files.location must be s3://<bucket>[/prefix], abfss://<container>@<account>.dfs.core.windows.net[/prefix] (or abfs://, wasbs://, wasb://, az://<container>[/prefix]), gs://<bucket>[/prefix] with a valid bucket or container name, or file:///<absolute path>"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source.files.location is immutable: the stream's progress belongs to one source; create a new StreamIngest for another"
 	Location string `json:"location"`
 
@@ -261,6 +265,7 @@ type DeltaTableSource struct {
 	// Name of the source DeltaTable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",messageExpression=`'source.deltaTable.name "' + self + '" is not a DeltaTable name: lower-case letters, digits, - and ., starting and ending with a letter or digit, e.g. orders-2024'`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="source.deltaTable.name is immutable: the stream's progress belongs to one source; create a new StreamIngest for another"
 	Name string `json:"name"`
 
@@ -275,7 +280,8 @@ type IngestTrigger struct {
 	// Interval between batches.
 	// +optional
 	// +kubebuilder:default="1m"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="trigger.interval must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",messageExpression=`'trigger.interval "' + self + '" is not a duration: use 24h, 168h, 720h (units h, m, s; there is no d)'`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[-+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self) >= duration('10s')",message="trigger.interval must be at least 10s"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// AvailableNow processes everything available, in batches bounded by the admission limits, then stops

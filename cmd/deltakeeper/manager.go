@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -32,6 +34,8 @@ type managerOptions struct {
 	leaderElect          bool
 	leaderElectNamespace string
 	workerImage          string
+	watchNamespaces      []string
+	allowedImages        []string
 	zap                  zap.Options
 }
 
@@ -52,6 +56,8 @@ func newManagerCommand() *cobra.Command {
 	f.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles")
 	f.StringVar(&opts.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	f.StringVar(&opts.workerImage, "worker-image", os.Getenv("DELTAKEEPER_WORKER_IMAGE"), "image of the worker Jobs (default: $DELTAKEEPER_WORKER_IMAGE, else the image of the manager's own Pod, else the release image)")
+	f.StringSliceVar(&opts.watchNamespaces, "watch-namespaces", nil, "comma-separated namespaces whose DeltaTables, OptimizePolicies and StreamIngests the manager reconciles and where it creates Jobs (default: all; a namespace-scoped install needs only Roles in these)")
+	f.StringSliceVar(&opts.allowedImages, "allowed-worker-images", nil, "comma-separated images a jobTemplate.image may name besides the worker image: exact references or prefixes ending in * (default: none)")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.zap.BindFlags(goFlags)
 	f.AddGoFlagSet(goFlags)
@@ -87,9 +93,11 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	leaseDuration, renewDeadline := 30*time.Second, 20*time.Second
+	cacheOpts := controllers.CacheOptions()
+	cacheOpts.DefaultNamespaces = watchedNamespaces(opts.watchNamespaces)
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         controllers.CacheOptions(),
+		Cache:                         cacheOpts,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.probeAddr,
 		LeaderElection:                opts.leaderElect,
@@ -111,7 +119,8 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	log.Info("Starting manager", "version", version.Version, "workerImage", opts.workerImage, "leaderElection", opts.leaderElect)
+	log.Info("Starting manager", "version", version.Version, "workerImage", opts.workerImage, "allowedWorkerImages", opts.allowedImages,
+		"leaderElection", opts.leaderElect, "watchNamespaces", opts.watchNamespaces)
 	if err := mgr.Start(cmd.Context()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -123,7 +132,23 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *managerOption
 	if opts.workerImage == "" {
 		opts.workerImage = discoverWorkerImage(ctx, mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"))
 	}
-	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage})
+	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage, AllowedImages: opts.allowedImages})
+}
+
+// watchedNamespaces limits the manager's cache, and so its reconcilers, to the namespaces of a
+// namespace-scoped install; nil watches all. Every read and watch then stays inside them, which is what
+// lets Roles in those namespaces replace the ClusterRole.
+func watchedNamespaces(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out[ns] = cache.Config{}
+		}
+	}
+	return out
 }
 
 // releaseImage is the worker image when neither the flag nor the manager's own Pod names one.

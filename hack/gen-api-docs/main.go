@@ -118,7 +118,7 @@ func writeFields(b *bytes.Buffer, path string, s *apiextensionsv1.JSONSchemaProp
 
 func writeRules(b *bytes.Buffer, path string, rules apiextensionsv1.ValidationRules) {
 	for _, r := range rules {
-		fmt.Fprintf(b, "- Rule on `%s`: %s\n", path, r.Message)
+		fmt.Fprintf(b, "- Rule on `%s`: %s\n", path, ruleMessage(r))
 	}
 	if len(rules) > 0 {
 		b.WriteString("\n")
@@ -171,9 +171,55 @@ func constraints(p *apiextensionsv1.JSONSchemaProps) string {
 		c = append(c, "pattern `"+strings.ReplaceAll(p.Pattern, "|", `\|`)+"`")
 	}
 	for _, r := range p.XValidations {
-		c = append(c, r.Message)
+		c = append(c, ruleMessage(r))
 	}
 	return oneLine(strings.Join(c, "; "))
+}
+
+// ruleMessage is a rule's message; for a messageExpression, its top-level string literals with … where the
+// expression puts a value ('x "' + self + '" is not…' reads x "…" is not…).
+func ruleMessage(r apiextensionsv1.ValidationRule) string {
+	if r.Message != "" || r.MessageExpression == "" {
+		return r.Message
+	}
+	var out strings.Builder
+	inLiteral, gap, depth := false, false, 0
+	expr := r.MessageExpression
+	for i := 0; i < len(expr); i++ {
+		ch := expr[i]
+		keep := depth == 0 // literals inside calls (split(' ')) are arguments, not message text
+		switch {
+		case inLiteral && ch == '\\' && i+1 < len(expr):
+			i++
+			if keep {
+				out.WriteByte(expr[i])
+			}
+		case inLiteral && ch == '\'':
+			inLiteral = false
+		case inLiteral:
+			if keep {
+				out.WriteByte(ch)
+			}
+		case ch == '\'' && keep:
+			if gap && out.Len() > 0 {
+				out.WriteString("…")
+			}
+			inLiteral, gap = true, false
+		case ch == '\'':
+			inLiteral = true
+		case ch == '(' || ch == '[':
+			depth++
+			gap = true
+		case ch == ')' || ch == ']':
+			depth--
+		case ch != ' ' && ch != '+':
+			gap = true
+		}
+	}
+	if gap {
+		out.WriteString("…")
+	}
+	return out.String()
 }
 
 func oneLine(s string) string {

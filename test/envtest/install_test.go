@@ -37,8 +37,8 @@ func TestHelmChart_LintsAndRendersObjectsTheAPIServerAccepts(t *testing.T) {
 	}{
 		{
 			name: "defaults",
-			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
-				"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "Deployment", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+				"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "Deployment", "Service", "ServiceAccount"},
 			image: "ghcr.io/deltakeeper/deltakeeper:0.1.0",
 		},
 		{
@@ -50,8 +50,8 @@ func TestHelmChart_LintsAndRendersObjectsTheAPIServerAccepts(t *testing.T) {
 		{
 			name: "own registry and worker image",
 			set:  []string{"image.repository=registry.example.com/dk", "image.tag=v9", "workerImage=registry.example.com/dk-worker:v9"},
-			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
-				"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "Deployment", "ServiceAccount"},
+			wantKinds: []string{"ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding",
+				"CustomResourceDefinition", "CustomResourceDefinition", "CustomResourceDefinition", "Deployment", "Service", "ServiceAccount"},
 			image: "registry.example.com/dk:v9",
 		},
 	}

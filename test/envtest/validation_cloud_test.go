@@ -74,10 +74,10 @@ var invalidCloudManifests = []struct {
 		"set exactly one of storage.gcs.credentials.serviceAccountKeySecretRef"},
 	{"ingest from a wasb location without an account host", "StreamIngest",
 		`{target: t, source: {files: {location: "wasbs:/c/in", format: csv}}}`,
-		"source.files.location must be an s3:// or file:/// URI, or an Azure"},
+		"source.files.location must be s3://<bucket>[/prefix], abfss://<container>@<account>.dfs.core.windows.net[/prefix]"},
 	{"ingest checkpoint on http", "StreamIngest",
 		`{target: t, source: {files: {location: "gs://lake/in", format: csv}}, checkpointLocation: "https://x/cp"}`,
-		"checkpointLocation must be an s3:// or file:/// URI, or an Azure"},
+		"checkpointLocation must be s3://<bucket>[/prefix], abfss://"},
 }
 
 // validCloudManifests are the location forms the worker parses (worker/storage.ParseLocation) with the

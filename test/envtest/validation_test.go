@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
 )
 
 // invalidManifests are mistakes users make, each with the part of the API server's message that tells them
@@ -137,7 +140,7 @@ var invalidManifests = []struct {
 	{"ingest every second", "StreamIngest", `{target: t, source: {deltaTable: {name: src}}, trigger: {interval: 1s}}`,
 		"trigger.interval must be at least 10s"},
 	{"ingest from an http location", "StreamIngest", `{target: t, source: {files: {location: "https://x/in", format: csv}}}`,
-		"source.files.location must be an s3:// or file:/// URI"},
+		"source.files.location must be s3://<bucket>[/prefix]"},
 	{"ingest with an unknown schema evolution mode", "StreamIngest",
 		`{target: t, source: {files: {location: "s3://lake/in", format: json}}, schemaEvolution: merge}`,
 		`supported values: "addNewColumns", "rescue", "failOnNewColumns", "none"`},
@@ -158,6 +161,77 @@ var invalidManifests = []struct {
 		`{target: t, source: {files: {location: "s3://lake/in", format: csv}}, partitionBy: [a, b, c, d, e, f, g, h, i]}`, "must have at most 8 items"},
 	{"ingest with a full listing every 0 listings", "StreamIngest",
 		`{target: t, source: {files: {location: "s3://lake/in", format: csv}}, fullListingEvery: 0}`, "should be greater than or equal to 1"},
+	// What users really write (issue 15): each message names the field, echoes the value and says what to write.
+	{"table inspected every day as 1d", "DeltaTable", `{location: "s3://lake/t", inspectInterval: 1d}`,
+		`spec.inspectInterval: Invalid value: "1d": inspectInterval "1d" is not a duration: use 24h, 168h, 720h`},
+	{"table retention of 7d", "DeltaTable", `{location: "s3://lake/t", properties: {deletedFileRetention: 7d}}`,
+		`deletedFileRetention "7d" is not a duration: use 24h, 168h, 720h`},
+	{"table log retention as interval 30 days", "DeltaTable", `{location: "s3://lake/t", properties: {logRetention: "interval 30 days"}}`,
+		`logRetention "interval 30 days" is not a duration: use 24h, 168h, 720h`},
+	{"table target file size 256 MB", "DeltaTable", `{location: "s3://lake/t", properties: {targetFileSize: "256 MB"}}`,
+		`spec.properties.targetFileSize: Invalid value: "256 MB": targetFileSize "256 MB" is not a size: use 256Mi or 1Gi`},
+	{"policy target file size 1GB", "OptimizePolicy", `{targets: {tableNames: [t]}, compaction: {targetFileSize: 1GB}}`,
+		`compaction.targetFileSize "1GB" is not a size: use 256Mi or 1Gi`},
+	{"policy unclustered bytes 10 GiB", "OptimizePolicy", `{targets: {tableNames: [t]}, triggers: {unclusteredBytes: "10 GiB"}}`,
+		`triggers.unclusteredBytes "10 GiB" is not a size: use 256Mi or 1Gi`},
+	{"ingest of 1GB per trigger", "StreamIngest", `{target: t, source: {deltaTable: {name: src}}, maxBytesPerTrigger: 1GB}`,
+		`maxBytesPerTrigger "1GB" is not a size: use 256Mi or 1Gi`},
+	{"ingest every interval 30 days", "StreamIngest", `{target: t, source: {deltaTable: {name: src}}, trigger: {interval: "interval 30 days"}}`,
+		`trigger.interval "interval 30 days" is not a duration: use 24h, 168h, 720h`},
+	{"policy vacuum retention 7d", "OptimizePolicy", `{targets: {tableNames: [t]}, vacuum: {retention: 7d}}`,
+		`vacuum.retention "7d" is not a duration: use 24h, 168h, 720h`},
+	{"table clustering columns equal ignoring case", "DeltaTable", `{location: "s3://lake/t", clusterBy: [Region, day, region]}`,
+		"clusterBy columns must be distinct ignoring case (Delta column names are case-insensitive)"},
+	{"policy z-order columns equal ignoring case", "OptimizePolicy", `{targets: {tableNames: [t]}, clustering: {zOrderBy: [ID, id]}}`,
+		"zOrderBy columns must be distinct ignoring case"},
+	{"policy schedule with a question mark", "OptimizePolicy", `{targets: {tableNames: [t]}, schedule: "0 3 ? * *"}`,
+		`schedule "0 3 ? * *" uses ?, which Kubernetes-style cron does not need: write * for any day`},
+	{"policy schedule at minute 60", "OptimizePolicy", `{targets: {tableNames: [t]}, schedule: "60 3 * * *"}`,
+		`schedule "60 3 * * *": minute field "60" is not in 0-59`},
+	{"policy schedule at hour 24", "OptimizePolicy", `{targets: {tableNames: [t]}, schedule: "0 24 * * *"}`,
+		`schedule "0 24 * * *": hour field "24" is not in 0-23`},
+	{"policy schedule on day 32", "OptimizePolicy", `{targets: {tableNames: [t]}, schedule: "0 3 1,32 * *"}`,
+		`day-of-month field "1,32" is not in 1-31`},
+	{"policy schedule in month 13", "OptimizePolicy", `{targets: {tableNames: [t]}, schedule: "0 3 * 13 *"}`,
+		`month field "13" is not in 1-12 or JAN-DEC`},
+	{"policy schedule on weekday 7", "OptimizePolicy", `{targets: {tableNames: [t]}, schedule: "0 3 * * 1-7"}`,
+		`day-of-week field "1-7" is not in 0-6 (Sunday is 0) or SUN-SAT`},
+	{"policy minFileSize above targetFileSize", "OptimizePolicy",
+		`{targets: {tableNames: [t]}, compaction: {targetFileSize: 128Mi, minFileSize: 1Gi}}`,
+		"compaction.minFileSize 1Gi is above compaction.targetFileSize 128Mi: files below minFileSize are compacted into files of targetFileSize, so set minFileSize at most targetFileSize"},
+	{"policy pod label key with two slashes", "OptimizePolicy", `{targets: {tableNames: [t]}, jobTemplate: {podLabels: {"a/b/c": x}}}`,
+		"podLabels keys must be label keys: an optional DNS prefix and /"},
+	{"table memory limit below its request", "DeltaTable",
+		`{location: "s3://lake/t", jobTemplate: {resources: {requests: {memory: 2Gi}, limits: {memory: 512Mi}}}}`,
+		"resources.limits.memory 512Mi is below resources.requests.memory 2Gi: the limit must be at least the request"},
+	{"ingest cpu limit below its request", "StreamIngest",
+		`{target: t, source: {deltaTable: {name: src}}, jobTemplate: {resources: {requests: {cpu: "2"}, limits: {cpu: 500m}}}}`,
+		"resources.limits.cpu 500m is below resources.requests.cpu 2"},
+	{"policy toleration operator in lower case", "OptimizePolicy",
+		`{targets: {tableNames: [t]}, jobTemplate: {tolerations: [{key: spot, operator: exists}]}}`,
+		"tolerations operator must be Exists or Equal (spelt so: case matters)"},
+	{"table toleration with an unknown effect", "DeltaTable",
+		`{location: "s3://lake/t", jobTemplate: {tolerations: [{key: spot, operator: Exists, effect: NoScheduling}]}}`,
+		"tolerations effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+	{"policy vacuum retention 0 without allowShortRetention", "OptimizePolicy",
+		`{targets: {tableNames: [t]}, vacuum: {retention: 0s}}`,
+		"vacuum.retention 0s deletes every unreferenced file at once, also files that running readers and time travel still need: set vacuum.allowShortRetention: true to confirm"},
+	{"ingest from a bucket name S3 refuses", "StreamIngest", `{target: t, source: {files: {location: "s3://My_Bucket/in", format: csv}}}`,
+		"source.files.location must be s3://<bucket>[/prefix]"},
+	{"ingest from a one-letter bucket", "StreamIngest", `{target: t, source: {files: {location: "s3://a/in", format: csv}}}`,
+		"source.files.location must be s3://<bucket>[/prefix]"},
+	{"ingest checkpoint in a bucket S3 refuses", "StreamIngest",
+		`{target: t, source: {deltaTable: {name: src}}, checkpointLocation: "s3://Checkpoints/x"}`, "checkpointLocation must be s3://<bucket>[/prefix]"},
+	{"ingest from an uppercase DeltaTable name", "StreamIngest", `{target: t, source: {deltaTable: {name: Orders}}}`,
+		`source.deltaTable.name "Orders" is not a DeltaTable name: lower-case letters, digits, - and .`},
+	{"ingest into an uppercase DeltaTable name", "StreamIngest", `{target: Orders, source: {deltaTable: {name: src}}}`,
+		`target "Orders" is not a DeltaTable name`},
+	{"upsert with an empty key", "StreamIngest", `{target: t, source: {deltaTable: {name: src}}, mode: Upsert, keys: [""]}`,
+		"keys must not be empty strings: name the columns that identify a row"},
+	{"upsert with duplicate keys", "StreamIngest", `{target: t, source: {deltaTable: {name: src}}, mode: Upsert, keys: [id, ts, ID]}`,
+		"keys must be distinct ignoring case (Delta column names are case-insensitive)"},
+	{"ingest partitioned twice by one column", "StreamIngest",
+		`{target: t, source: {files: {location: "s3://lake/in", format: csv}}, partitionBy: [day, Day]}`, "partitionBy columns must be distinct ignoring case"},
 }
 
 func TestAPIServer_RejectsInvalidManifestsWithActionableMessages(t *testing.T) {
@@ -177,6 +251,16 @@ func TestAPIServer_RejectsInvalidManifestsWithActionableMessages(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error does not say %q:\n%v", tc.want, err)
+			}
+			// A rule that failed to evaluate (a value CEL could not convert) and resource.Quantity's raw pattern
+			// tell a user nothing; neither does a second error about an empty value nobody wrote.
+			for _, noise := range []string{"evaluating rule", "regular expression", "should match '^(\\+|-)?"} {
+				if strings.Contains(err.Error(), noise) {
+					t.Errorf("error contains %q:\n%v", noise, err)
+				}
+			}
+			if strings.Contains(err.Error(), `Invalid value: ""`) && !strings.Contains(tc.spec, `""`) {
+				t.Errorf("error reports an empty value the spec does not hold:\n%v", err)
 			}
 		})
 	}
@@ -247,4 +331,69 @@ func samples(t *testing.T) []*unstructured.Unstructured {
 		}
 	}
 	return objs
+}
+
+// What admission cannot check, the controllers do: an image the manager may not run (a flag of the manager,
+// not of the API), a pod label value (CEL cannot afford a regular expression over a map's unbounded values)
+// and a time zone (the manager's time zone database decides). Each makes the object say so in a condition
+// and an Event, and no Job starts for it.
+func TestControllers_ReportWhatAdmissionCannotCheck(t *testing.T) {
+	ctx, ns, _ := controllerTest(t)
+	const evil = "evil.example.com/miner:1"
+	notAllowed := `jobTemplate.image "` + evil + `" is not allowed: this manager runs only ` + testWorkerImage + ` (its --allowed-worker-images flag)`
+	badLabel := `jobTemplate.podLabels value team="data platform" is not a label value`
+	tableCase := func(name string, tmpl *deltav1.JobTemplate, want string) {
+		t.Run("DeltaTable "+name, func(t *testing.T) {
+			table := &deltav1.DeltaTable{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: deltav1.DeltaTableSpec{Location: "s3://lake/" + name, JobTemplate: tmpl}}
+			if err := k8sClient.Create(ctx, table); err != nil {
+				t.Fatal(err)
+			}
+			waitTable(t, table, "is InvalidSpec", func(tb *deltav1.DeltaTable) (bool, string) {
+				ready := condition(tb.Status.Conditions, deltav1.ConditionReady)
+				return strings.HasPrefix(ready, "False/InvalidSpec: ") && strings.Contains(ready, want), ready
+			})
+			waitEvent(t, ns, name, "InvalidSpec", want)
+			if jobs := tableJobs(t, ns, name, ""); len(jobs) != 0 {
+				t.Errorf("Jobs started for an invalid table: %v", liveJobs(jobs))
+			}
+		})
+	}
+	tableCase("foreign-image", &deltav1.JobTemplate{Image: evil}, notAllowed)
+	tableCase("bad-label", &deltav1.JobTemplate{PodLabels: map[string]string{"team": "data platform"}}, badLabel)
+
+	policyCase := func(name string, spec deltav1.OptimizePolicySpec, wantReady, wantEvent string) {
+		t.Run("OptimizePolicy "+name, func(t *testing.T) {
+			spec.Targets = deltav1.PolicyTargets{TableNames: []string{"foreign-image"}}
+			p := newPolicy(t, ns, name, spec)
+			waitPolicy(t, p, "reports the spec", func(p *deltav1.OptimizePolicy) (bool, string) {
+				ready := condition(p.Status.Conditions, deltav1.ConditionReady)
+				return strings.HasPrefix(ready, wantReady), ready
+			})
+			waitEvent(t, ns, name, "InvalidSpec", wantEvent)
+		})
+	}
+	policyCase("foreign-image", deltav1.OptimizePolicySpec{JobTemplate: &deltav1.JobTemplate{Image: evil}},
+		"False/InvalidSpec: "+notAllowed, notAllowed)
+	policyCase("bad-label", deltav1.OptimizePolicySpec{JobTemplate: &deltav1.JobTemplate{PodLabels: map[string]string{"team": "data platform"}}},
+		"False/InvalidSpec: "+badLabel, badLabel)
+	policyCase("mars", deltav1.OptimizePolicySpec{Schedule: "0 3 * * *", TimeZone: "Mars/Olympus_Mons"},
+		`False/InvalidSchedule: timeZone "Mars/Olympus_Mons" is not an IANA time zone (e.g. Europe/Berlin)`, "is not an IANA time zone")
+
+	t.Run("StreamIngest foreign-image", func(t *testing.T) {
+		newTable(t, ns, "landing", nil)
+		si := newStream(t, ns, "foreign-image", "landing", func(s *deltav1.StreamIngestSpec) {
+			s.JobTemplate = &deltav1.JobTemplate{Image: evil}
+		})
+		waitStream(t, si, "is stalled", func(s *deltav1.StreamIngest) (bool, string) {
+			stalled := condition(s.Status.Conditions, deltav1.ConditionStalled)
+			return strings.HasPrefix(stalled, "True/InvalidSpec: ") && strings.Contains(stalled, notAllowed), stalled
+		})
+		waitEvent(t, ns, "foreign-image", "InvalidSpec", notAllowed)
+		for _, j := range tableJobs(t, ns, "landing", "") {
+			if j.Labels[deltav1.LabelOperation] == "ingest" {
+				t.Errorf("ingest Job %s started with a foreign image", j.Name)
+			}
+		}
+	})
 }

@@ -1,11 +1,5 @@
-# Generated from config/rbac/role.yaml by hack/gen-chart-crds.sh; do not edit.
-{{- if .Values.rbac.create }}
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: {{ include "deltakeeper.fullname" . }}-manager
-  labels:
-    {{- include "deltakeeper.labels" . | nindent 4 }}
+{{- /* Generated from config/rbac/role.yaml by hack/gen-chart-crds.sh; do not edit. */ -}}
+{{- define "deltakeeper.managerRules" -}}
 rules:
 - apiGroups:
   - ""
@@ -68,4 +62,4 @@ rules:
   verbs:
   - get
   - update
-{{- end }}
+{{- end -}}
