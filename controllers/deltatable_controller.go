@@ -217,6 +217,7 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	// 5. One status write, then events and metrics.
 	setReady(&table, st, conds, view)
+	setKstatus(conds, kstatusView{Working: inspectWorking(view)})
 	st.ObservedGeneration = table.Generation
 	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &table, &table.Status, st, evq); stop {
 		return res, err

@@ -191,6 +191,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	ps.finishTargets(view.Tables)
 	oldReady := readyReason(pol.Status.Conditions)
 	ps.setReady(view)
+	setKstatus(ps.conds, kstatusView{})
 	if newReady := readyReason(ps.st.Conditions); newReady != oldReady {
 		switch newReady {
 		case deltav1.ReasonTargetNotFound, deltav1.ReasonNoTargets:

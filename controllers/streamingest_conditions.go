@@ -63,7 +63,9 @@ func setStreamConditions(si *deltav1.StreamIngest, st *deltav1.StreamIngestStatu
 		if view.ActiveJob != "" {
 			msg += "; ingest Job " + view.ActiveJob + " finishes its batches"
 		}
-		both(metav1.ConditionFalse, metav1.ConditionFalse, deltav1.ReasonSuspended, msg)
+		// Ready: the stream does what its spec asks (as a suspended policy does), so GitOps tools see it healthy.
+		conds.set(deltav1.ConditionReady, metav1.ConditionTrue, deltav1.ReasonSuspended, msg)
+		conds.set(deltav1.ConditionProgressing, metav1.ConditionFalse, deltav1.ReasonSuspended, msg)
 		if stalled == nil {
 			conds.set(deltav1.ConditionStalled, metav1.ConditionFalse, deltav1.ReasonSuspended, msg)
 		}

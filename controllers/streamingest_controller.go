@@ -207,6 +207,7 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	// 5. One status write, then events and metrics.
 	setStreamConditions(&si, st, conds, view)
+	setKstatus(conds, kstatusView{OwnStalled: true})
 	st.ObservedGeneration = si.Generation
 	if stop, res, err := commitStatus(ctx, &r.reconcilerBase, &si, &si.Status, st, evq); stop {
 		return res, err

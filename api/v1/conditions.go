@@ -19,9 +19,14 @@ const (
 
 	// ConditionProgressing (StreamIngest) is True while the stream has work and its Jobs commit batches.
 	ConditionProgressing = "Progressing"
-	// ConditionStalled (StreamIngest) is True when the stream stopped until someone acts: a bad file, new
-	// columns under failOnNewColumns, a refusal. kstatus and Argo CD read it as failed.
+	// ConditionStalled (every kind) is True when the object cannot progress until someone acts: an invalid
+	// spec, a refusal, a bad file or new columns under failOnNewColumns for a stream. kstatus (Flux, `kubectl
+	// wait`) and Argo CD read it as failed. A StreamIngest's reconciler keeps it as the stream's last outcome.
 	ConditionStalled = "Stalled"
+	// ConditionReconciling (every kind) is True while the status has not caught up with the spec: the spec's
+	// generation is not applied yet, or the Job that establishes the status (a table's inspect Job) runs.
+	// kstatus reads it as in progress.
+	ConditionReconciling = "Reconciling"
 )
 
 // Condition and RunRecord reasons, all of them: the reconcilers define none of their own. They are CamelCase, stable, and meant for alerting rules and automation; messages carry

@@ -327,7 +327,11 @@ type DeltaTable struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   DeltaTableSpec   `json:"spec"`
+	Spec DeltaTableSpec `json:"spec"`
+
+	// Status is written by the controller. A new object starts with observedGeneration 0, so that GitOps
+	// tools (kstatus) read it as in progress until the first reconcile.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status DeltaTableStatus `json:"status,omitempty"`
 }
 

@@ -397,7 +397,11 @@ type OptimizePolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   OptimizePolicySpec   `json:"spec"`
+	Spec OptimizePolicySpec `json:"spec"`
+
+	// Status is written by the controller. A new object starts with observedGeneration 0, so that GitOps
+	// tools (kstatus) read it as in progress until the first reconcile.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status OptimizePolicyStatus `json:"status,omitempty"`
 }
 

@@ -483,7 +483,11 @@ type StreamIngest struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   StreamIngestSpec   `json:"spec"`
+	Spec StreamIngestSpec `json:"spec"`
+
+	// Status is written by the controller. A new object starts with observedGeneration 0, so that GitOps
+	// tools (kstatus) read it as in progress until the first reconcile.
+	// +kubebuilder:default={observedGeneration: 0}
 	Status StreamIngestStatus `json:"status,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 // Command deltakeeper is the one binary of the project: the Kubernetes manager (`deltakeeper manager`), the
 // worker that Jobs run (`deltakeeper worker <command>`, also callable as `deltakeeper <command>` on a local
-// table with no cluster at all) and `deltakeeper version`.
+// table with no cluster at all), `deltakeeper version`, and the kubectl plugin: `deltakeeper kubectl …`, or
+// the binary installed as kubectl-deltakeeper (krew does), which kubectl runs as `kubectl deltakeeper …`.
 package main
 
 import (
@@ -9,19 +10,30 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/deltakeeper/deltakeeper/kubectlplugin"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	root := newRootCommand()
-	err := root.ExecuteContext(ctx)
+	err := rootFor(os.Args[0]).ExecuteContext(ctx)
 	stop() // before os.Exit, which runs no deferred calls
 	os.Exit(exitCode(err))
+}
+
+// rootFor picks the command tree by the name the binary was run as: kubectl runs `kubectl deltakeeper` as
+// kubectl-deltakeeper.
+func rootFor(argv0 string) *cobra.Command {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == kubectlplugin.PluginName {
+		return kubectlplugin.NewCommand("deltakeeper", "kubectl deltakeeper", &kubectlplugin.Options{})
+	}
+	return newRootCommand()
 }
 
 func newRootCommand() *cobra.Command {
@@ -33,7 +45,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newManagerCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newVersionCommand(), kubectlCommand())
 	addWorkerCommands(root)
 	return root
 }
@@ -49,4 +61,12 @@ func exitCode(err error) int {
 	}
 	fmt.Fprintln(os.Stderr, "Error:", err)
 	return 1
+}
+
+// kubectlCommand is the kubectl plugin under `deltakeeper kubectl`, for a binary not installed as
+// kubectl-deltakeeper.
+func kubectlCommand() *cobra.Command {
+	cmd := kubectlplugin.NewCommand("kubectl", "deltakeeper kubectl", &kubectlplugin.Options{})
+	cmd.Short = "The kubectl plugin (kubectl deltakeeper): status, run, suspend, resume, history, explain"
+	return cmd
 }

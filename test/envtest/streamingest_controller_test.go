@@ -277,11 +277,11 @@ func TestStreamIngest_AvailableNowCompletesAndSuspendStopsNewJobs(t *testing.T) 
 	poke(t, once)
 	noNewIngestJob(t, once, "a completed stream starts no Job")
 
-	// Suspended from the start: no Job, Ready=False/Suspended.
+	// Suspended from the start: no Job, Ready=True/Suspended.
 	si := newStream(t, ns, "live", "events", func(s *deltav1.StreamIngestSpec) { s.Suspend = true })
 	waitStream(t, si, "suspended", func(s *deltav1.StreamIngest) (bool, string) {
 		r := condition(s.Status.Conditions, deltav1.ConditionReady)
-		return strings.HasPrefix(r, "False/Suspended"), r
+		return strings.HasPrefix(r, "True/Suspended"), r
 	})
 	noNewIngestJob(t, si, "a suspended stream starts no Job")
 	setSuspend := func(v bool) {
@@ -296,13 +296,13 @@ func TestStreamIngest_AvailableNowCompletesAndSuspendStopsNewJobs(t *testing.T) 
 	setSuspend(true)
 	waitStream(t, si, "suspended with a running Job", func(s *deltav1.StreamIngest) (bool, string) {
 		r := condition(s.Status.Conditions, deltav1.ConditionReady)
-		return strings.HasPrefix(r, "False/Suspended") && strings.Contains(r, job.Name+" finishes"), r
+		return strings.HasPrefix(r, "True/Suspended") && strings.Contains(r, job.Name+" finishes"), r
 	})
 	finishJob(t, clk, job, 0, encode(t, ingestResult(result.Succeeded, 0, 1, 5)))
 	got := waitStream(t, si, "folds the last Job", func(s *deltav1.StreamIngest) (bool, string) {
 		return s.Status.LastBatchID != nil && *s.Status.LastBatchID == 1 && s.Status.ActiveJob == "", fmt.Sprintf("%+v", s.Status)
 	})
-	if r := condition(got.Status.Conditions, deltav1.ConditionReady); !strings.HasPrefix(r, "False/Suspended") {
+	if r := condition(got.Status.Conditions, deltav1.ConditionReady); !strings.HasPrefix(r, "True/Suspended") {
 		t.Errorf("Ready = %s", r)
 	}
 	noNewIngestJob(t, si, "no Job after the suspended stream's last one")

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
@@ -86,6 +87,7 @@ func checkpointOp(ctx context.Context, tbl *delta.Table, text io.Writer) (op res
 		fmt.Fprintf(text, "checkpoint %s: %s\n", tbl.Location(), op.Message)
 		return op, nil
 	}
+	wprogress.Start(ctx, "checkpoint", -1, -1)
 	if err := tbl.Checkpoint(ctx, snap); err != nil {
 		return failedOp(op, fmt.Errorf("write checkpoint of version %d: %w", v, err))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/ingest"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/merge"
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -167,7 +168,9 @@ func ingestCommand(e *env, location string, f *ingestFlags, fs *pflag.FlagSet) (
 	if err != nil {
 		return nil, err
 	}
+	wprogress.Start(e.ctx, "ingest", -1, -1)
 	opts.Progress = func(b ingest.BatchReport) {
+		e.progress.Advance(int64(b.Files), b.Bytes)
 		// One line per batch, for people and for Job logs alike.
 		fmt.Fprintf(e.text, "batch %d: %d files, %s, %d rows → version %d; %d data files (mean %s)%s\n",
 			b.BatchID, b.Files, humanBytes(b.Bytes), b.Rows, b.Version, filesWritten(b), humanBytes(b.MeanFileSize()), batchNotes(b))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/merge"
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -155,7 +156,16 @@ func mergeCommand(e *env, location string, f *mergeFlags, batchSet bool) (*resul
 	if err != nil {
 		return nil, result.Refuse(result.ReasonBadArgument, err)
 	}
+	var sourceBytes int64
+	for _, f := range batch.Files {
+		sourceBytes += f.Size
+	}
+	// The engine reports no counts yet: the source's size, and elapsed time while it runs.
+	wprogress.Start(e.ctx, "merge", int64(len(batch.Files)), sourceBytes)
 	rep, err := merge.Run(e.ctx, tbl, batch, o)
+	if err == nil {
+		e.progress.Advance(int64(len(batch.Files)), sourceBytes)
+	}
 	res := &result.Result{Merge: rep}
 	if rep != nil {
 		if rep.Version >= 0 {

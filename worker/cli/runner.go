@@ -8,14 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
@@ -82,11 +81,13 @@ func register(c func(Mode) *cobra.Command) { commands = append(commands, c) }
 type outputFlags struct {
 	format     string // text | json
 	resultFile string
+	quiet      bool
 }
 
 func (o *outputFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "result format: text for people, json for machines (one compact document)")
 	cmd.Flags().StringVar(&o.resultFile, "result-file", "", "also write the JSON result to this file (a Job's /dev/termination-log)")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "no progress on stderr (-o json shows none either)")
 }
 
 // env is what a command body gets.
@@ -115,7 +116,8 @@ func run(cmd *cobra.Command, name string, mode Mode, out *outputFlags, dataOnStd
 	if out.format == "json" {
 		text = io.Discard
 	}
-	e := &env{ctx: cmd.Context(), text: text, progress: newProgress(cmd.ErrOrStderr(), out.format == "text")}
+	prog := newProgress(cmd.ErrOrStderr(), out.format == "text" && !out.quiet)
+	e := &env{ctx: wprogress.With(cmd.Context(), prog), text: text, progress: prog}
 	res, err := fn(e)
 	e.progress.done()
 	if res == nil {
@@ -176,34 +178,4 @@ func openTable(ctx context.Context, location string) (*delta.Table, error) {
 		return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("open %s: %w", location, err))
 	}
 	return delta.NewTable(store), nil
-}
-
-// progress prints one updating line on a terminal, and nothing otherwise (Jobs, pipes, -o json).
-type progress struct {
-	w      io.Writer
-	active bool
-	shown  bool
-	last   time.Time
-}
-
-func newProgress(w io.Writer, enabled bool) *progress {
-	f, ok := w.(*os.File)
-	return &progress{w: w, active: enabled && ok && term.IsTerminal(int(f.Fd()))}
-}
-
-// update shows a status line at most ten times a second.
-func (p *progress) update(format string, args ...any) {
-	if p == nil || !p.active || time.Since(p.last) < 100*time.Millisecond {
-		return
-	}
-	p.last = time.Now()
-	p.shown = true
-	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
-}
-
-func (p *progress) done() {
-	if p != nil && p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.shown = false
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/errclass"
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 )
@@ -70,6 +71,7 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 		op.Message = "dry run: would rewrite " + run.describe(sel)
 		return finish(nil)
 	}
+	wprogress.Start(ctx, "cluster", int64(len(sel.files)), sel.bytes())
 	return finish(run.cluster(ctx, snap, sel, op))
 }
 
@@ -133,6 +135,11 @@ func runRewrite(ctx context.Context, l *layout, out *table.RewriteOutputs, files
 		return nil, errors.Join(classifyIO(err), out.Abort(context.WithoutCancel(ctx)))
 	}
 	rw := &rewritten{adds: st.adds, preserved: l.rtID >= 0, outs: []*table.RewriteOutputs{out}}
+	var done int64
+	for _, f := range files {
+		done += f.Size
+	}
+	wprogress.Advance(ctx, int64(len(files)), done)
 	for _, in := range ins {
 		f := in.add
 		if _, ok := delta.NumRecords(f.Stats); !ok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/expr"
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
@@ -77,6 +78,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 		return finish(nil)
 	}
 	say(progress, "%s", plan)
+	wprogress.Start(ctx, "z-order", int64(len(inputs)), bytes)
 	all := &rewritten{}
 	for i, k := range order {
 		say(progress, "partition %d/%d", i+1, len(order))

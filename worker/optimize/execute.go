@@ -8,6 +8,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 )
@@ -61,6 +62,11 @@ func execute(ctx context.Context, p *Plan, opts Options, params map[string]strin
 	}()
 	go func() { wg.Wait(); close(done) }()
 
+	var files, bytes int64
+	for _, b := range p.Bins {
+		files, bytes = files+int64(len(b.Files)), bytes+b.Bytes
+	}
+	wprogress.Start(ctx, "optimize", files, bytes)
 	c := newCommitter(p, opts, params, rep)
 	batch := opts.BatchSize
 	if batch <= 0 {
@@ -84,6 +90,7 @@ func execute(ctx context.Context, p *Plan, opts Options, params map[string]strin
 		}
 		finished++
 		pending = append(pending, o.rw)
+		wprogress.Advance(ctx, int64(len(o.rw.bin.Files)), o.rw.bin.Bytes)
 		progress(fmt.Sprintf("rewrote %d/%d bins, committed %d files", finished, total, rep.FilesRemoved))
 		if len(pending) < batch && finished < total {
 			continue

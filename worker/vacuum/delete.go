@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	wprogress "github.com/deltakeeper/deltakeeper/worker/progress"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
@@ -13,6 +14,11 @@ import (
 // first failure and reports what was deleted until then.
 func deleteAll(ctx context.Context, store storage.Store, cands []candidate, parallelism int, rep *Report, progress func(string)) error {
 	var files, bytes atomic.Int64
+	var total int64
+	for _, c := range cands {
+		total += c.size
+	}
+	wprogress.Start(ctx, "vacuum", int64(len(cands)), total)
 	var mu sync.Mutex
 	var firstErr error
 	each(ctx, len(cands), parallelism, func(i int) bool {
@@ -25,6 +31,7 @@ func deleteAll(ctx context.Context, store storage.Store, cands []candidate, para
 		}
 		n := files.Add(1)
 		bytes.Add(c.size)
+		wprogress.Advance(ctx, 1, c.size)
 		if n%1000 == 0 {
 			progress(fmt.Sprintf("deleted %d/%d files", n, len(cands)))
 		}
