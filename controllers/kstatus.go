@@ -31,12 +31,11 @@ var stalledReasons = map[string]bool{
 	deltav1.ReasonBadFile:            true,
 	deltav1.ReasonSchemaChangeNeeded: true,
 	deltav1.ReasonIngestNotAvailable: true,
-	// The owner branch's reasons (api/v1 ReasonDuplicateLocation, ReasonTableNotFound, ReasonStartFailed),
-	// by value until both branches are merged: another table claims the location, the table does not exist
-	// at its location, a Job's pod never started (image, quota, scheduling).
-	"DuplicateLocation": true,
-	"TableNotFound":     true,
-	"StartFailed":       true,
+	// Another table claims the location, the table does not exist at its location, a Job's pod never
+	// started (a missing ServiceAccount or PVC, an image, impossible requests).
+	deltav1.ReasonDuplicateLocation: true,
+	deltav1.ReasonTableNotFound:     true,
+	deltav1.ReasonStartFailed:       true,
 }
 
 // catchingUpReasons are the Ready reasons of an object whose status has not caught up with its spec yet.
