@@ -99,7 +99,9 @@ func TestOptimizePolicy_ParallelismRunsOneIndexedJobAndRecordsIndexZerosCommit(t
 }
 
 // A policy whose table was never inspected has no version to pin: the scale-out run waits, it does not
-// fall back to planning from whatever each pod reads.
+// fall back to planning from whatever each pod reads. A run-now of a never-inspected table waits earlier,
+// for the first inspection to apply the declared properties (the same wait every run-now has); either
+// message is the wait, and no Job may start.
 func TestOptimizePolicy_ParallelismWaitsForAVersionToPin(t *testing.T) {
 	_, ns, _ := controllerTest(t)
 	newTable(t, ns, "fresh", nil)
@@ -109,7 +111,7 @@ func TestOptimizePolicy_ParallelismWaitsForAVersionToPin(t *testing.T) {
 	annotate(t, p, deltav1.AnnotationRunNow, "now-1")
 	waitPolicy(t, p, "waits for a version", func(p *deltav1.OptimizePolicy) (bool, string) {
 		c := condition(p.Status.Conditions, deltav1.ConditionReady)
-		return strings.Contains(c, "no inspected version yet"), c
+		return strings.Contains(c, "no inspected version yet") || strings.Contains(c, "waits for its first inspection"), c
 	})
 	if jobs := policyJobs(t, ns, "spread"); len(jobs) != 0 {
 		t.Fatalf("%d maintenance Jobs started without a pinned version", len(jobs))
