@@ -50,6 +50,7 @@ func (r *OptimizePolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
 		Watches(&deltav1.DeltaTable{}, handler.EnqueueRequestsFromMapFunc(r.tableToPolicies)).
+		WatchesRawSource(r.Admission.wakeSource("OptimizePolicy")).
 		Complete(r)
 }
 
@@ -163,6 +164,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			wake.in(requeueLockBusy)
 		}
 	}
+	pass.finishQueue(&wake)
 	if view.Next != nil {
 		wake.in(view.Next.Sub(now))
 	}

@@ -1,15 +1,18 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // Config is what the reconcilers need from the manager's command line.
@@ -20,16 +23,67 @@ type Config struct {
 	Clock clock.PassiveClock
 	// EventRecorderName is the reporting controller of the Events (default "deltakeeper").
 	EventRecorderName string
+	// Admission caps and paces worker Jobs (--max-running-jobs and friends); zero fields take the defaults
+	// (DefaultMaxRunningJobs, DefaultJobStartRate, DefaultJobStartBurst, no per-namespace cap). A negative
+	// MaxRunning or StartRate turns that limit off.
+	Admission AdmissionLimits
 }
 
-// CacheOptions restricts the manager's Job and Pod caches to deltakeeper's own worker Jobs and pods, so a
-// cluster with thousands of unrelated pods costs the manager nothing.
+// CacheOptions restricts the manager's Job, Pod and Lease caches to deltakeeper's own worker Jobs, pods and
+// table locks, so a cluster with thousands of unrelated pods (or node Leases) costs the manager nothing, and
+// strips managed fields from everything cached: at 10,000 tables they are a large share of each object and
+// nothing reads them.
 func CacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{labelAppManagedBy: appManagedBy})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}: {Label: ours},
-		&corev1.Pod{}:  {Label: ours},
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}:          {Label: ours},
+			&corev1.Pod{}:           {Label: ours},
+			&coordinationv1.Lease{}: {Label: ours},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+}
+
+// lockReader serves the table lock's reads: Leases from the cache (label-selected to the lock Leases), the
+// rest (holder Jobs) from the API server. A stale Lease is safe: the lock's correctness rests on Create
+// (AlreadyExists) and Update with the resourceVersion read (Conflict), so a stale read costs one retry,
+// never a second holder; reading every table's Lease uncached on each reconcile was most of the manager's
+// idle API load.
+type lockReader struct {
+	cached, live client.Reader
+}
+
+func (r lockReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*coordinationv1.Lease); ok {
+		return r.cached.Get(ctx, key, obj, opts...)
+	}
+	return r.live.Get(ctx, key, obj, opts...)
+}
+
+func (r lockReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.live.List(ctx, list, opts...)
+}
+
+// admissionLimits fills in the defaults.
+func admissionLimits(l AdmissionLimits) AdmissionLimits {
+	switch {
+	case l.MaxRunning == 0:
+		l.MaxRunning = DefaultMaxRunningJobs
+	case l.MaxRunning < 0:
+		l.MaxRunning = 0
+	}
+	switch {
+	case l.StartRate == 0:
+		l.StartRate = DefaultJobStartRate
+	case l.StartRate < 0:
+		l.StartRate = 0
+	}
+	if l.StartBurst <= 0 {
+		l.StartBurst = DefaultJobStartBurst
+	}
+	l.MaxRunningPerNamespace = max(l.MaxRunningPerNamespace, 0)
+	return l
 }
 
 // SetupWithManager registers the three reconcilers.
@@ -44,8 +98,15 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 		cfg.EventRecorderName = "deltakeeper"
 	}
 	recorder := mgr.GetEventRecorder(cfg.EventRecorderName)
-	lock := &TableLock{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: cfg.Clock}
-	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage}
+	lock := &TableLock{Client: mgr.GetClient(), Reader: lockReader{cached: mgr.GetClient(), live: mgr.GetAPIReader()}, Clock: cfg.Clock}
+	admission := NewAdmission(admissionLimits(cfg.Admission), nil)
+	if err := admission.watchJobs(context.Background(), mgr.GetCache()); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(admission.refreshMetrics)); err != nil {
+		return fmt.Errorf("add the admission metrics: %w", err)
+	}
+	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage, Admission: admission}
 	if err := (&DeltaTableReconciler{reconcilerBase: base}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the DeltaTable controller: %w", err)
 	}

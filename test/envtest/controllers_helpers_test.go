@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -44,6 +45,13 @@ var setLoggerOnce sync.Once
 // startManager runs the controllers for one namespace until the test ends.
 func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 	t.Helper()
+	startManagerWith(t, ns, clk, cfg, nil)
+}
+
+// startManagerWith runs the controllers on restCfg (a test may wrap its transport), with tune changing the
+// controllers' configuration (admission limits).
+func startManagerWith(t *testing.T, ns string, clk *clocktesting.FakeClock, restCfg *rest.Config, tune func(*controllers.Config)) {
+	t.Helper()
 	setLoggerOnce.Do(func() {
 		w := io.Writer(io.Discard)
 		if os.Getenv("ENVTEST_LOG") != "" {
@@ -53,7 +61,7 @@ func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 	})
 	cacheOpts := controllers.CacheOptions()
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -63,7 +71,11 @@ func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: testWorkerImage, Clock: clk}); err != nil {
+	ctrlCfg := controllers.Config{WorkerImage: testWorkerImage, Clock: clk}
+	if tune != nil {
+		tune(&ctrlCfg)
+	}
+	if err := controllers.SetupWithManager(mgr, ctrlCfg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
