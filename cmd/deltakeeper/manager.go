@@ -32,7 +32,30 @@ type managerOptions struct {
 	leaderElect          bool
 	leaderElectNamespace string
 	workerImage          string
+	admission            admissionFlags
 	zap                  zap.Options
+}
+
+// admissionFlags cap and pace the worker Jobs (controllers.Admission).
+type admissionFlags struct {
+	maxRunning, maxRunningPerNamespace, startBurst int
+	startRate                                      float64
+}
+
+// limits turns the flags into the controllers' limits, where 0 means "no limit".
+func (f admissionFlags) limits() controllers.AdmissionLimits {
+	off := func(n int) int {
+		if n <= 0 {
+			return -1
+		}
+		return n
+	}
+	rate := f.startRate
+	if rate <= 0 {
+		rate = -1
+	}
+	return controllers.AdmissionLimits{MaxRunning: off(f.maxRunning), MaxRunningPerNamespace: max(f.maxRunningPerNamespace, 0),
+		StartRate: rate, StartBurst: f.startBurst}
 }
 
 func newManagerCommand() *cobra.Command {
@@ -52,6 +75,11 @@ func newManagerCommand() *cobra.Command {
 	f.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader so that only one replica reconciles")
 	f.StringVar(&opts.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 	f.StringVar(&opts.workerImage, "worker-image", os.Getenv("DELTAKEEPER_WORKER_IMAGE"), "image of the worker Jobs (default: $DELTAKEEPER_WORKER_IMAGE, else the image of the manager's own Pod, else the release image)")
+	f.IntVar(&opts.admission.maxRunning, "max-running-jobs", controllers.DefaultMaxRunningJobs,
+		"most worker pods running at once, all namespaces (an Indexed Job counts its parallelism); more runs queue, oldest due first; 0: no cap")
+	f.IntVar(&opts.admission.maxRunningPerNamespace, "max-running-jobs-per-namespace", 0, "most worker pods running at once in one namespace; 0: no cap")
+	f.Float64Var(&opts.admission.startRate, "job-start-rate", controllers.DefaultJobStartRate, "worker Jobs started per second at most (a policy slot over many tables is paced); 0: unpaced")
+	f.IntVar(&opts.admission.startBurst, "job-start-burst", controllers.DefaultJobStartBurst, "worker Jobs that may start at once before --job-start-rate paces them")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.zap.BindFlags(goFlags)
 	f.AddGoFlagSet(goFlags)
@@ -72,6 +100,9 @@ func newScheme() (*runtime.Scheme, error) {
 func runManager(cmd *cobra.Command, opts managerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 	log := ctrl.Log.WithName("setup")
+	if soft, source := applyMemoryLimit(os.Getenv, "/sys/fs/cgroup"); soft > 0 {
+		log.Info("Set the Go soft memory limit from the container's limit", "bytes", soft, "source", source)
+	}
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -111,7 +142,8 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("add ready check: %w", err)
 	}
-	log.Info("Starting manager", "version", version.Version, "workerImage", opts.workerImage, "leaderElection", opts.leaderElect)
+	log.Info("Starting manager", "version", version.Version, "workerImage", opts.workerImage, "leaderElection", opts.leaderElect,
+		"maxRunningJobs", opts.admission.maxRunning, "maxRunningJobsPerNamespace", opts.admission.maxRunningPerNamespace, "jobStartRate", opts.admission.startRate)
 	if err := mgr.Start(cmd.Context()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -123,7 +155,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *managerOption
 	if opts.workerImage == "" {
 		opts.workerImage = discoverWorkerImage(ctx, mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"))
 	}
-	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage})
+	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage, Admission: opts.admission.limits()})
 }
 
 // releaseImage is the worker image when neither the flag nor the manager's own Pod names one.
