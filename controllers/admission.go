@@ -201,7 +201,7 @@ func (a *Admission) Admit(req AdmissionRequest) (*Ticket, error) {
 	w.req.Owner, w.req.Pods, w.req.Kind, w.seen = req.Owner, req.Pods, req.Kind, now
 	admitted, ahead := a.evaluate(w)
 	if admitted && a.limits.StartRate > 0 && a.tokens < 1 {
-		admitted = false
+		// Its turn, but no token yet: ask again when the next one is earned.
 		wait := time.Duration((1 - a.tokens) / a.limits.StartRate * float64(time.Second))
 		q := &Queued{Position: a.position(w), Length: len(a.queue), RetryAfter: max(wait, 10*time.Millisecond), Since: w.since}
 		a.mu.Unlock()
