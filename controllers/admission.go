@@ -219,7 +219,6 @@ func (a *Admission) Admit(req AdmissionRequest) (*Ticket, error) {
 		a.tokens--
 	}
 	a.reserved[req.Job] = reservation{jobSlot: jobSlot{namespace: req.Job.Namespace, kind: req.Kind, pods: req.Pods}, at: now}
-	a.publishQueue(now)
 	a.mu.Unlock()
 	a.wakeHead() // the next runs in line move up
 	return &Ticket{a: a, job: req.Job}, nil
@@ -366,5 +365,4 @@ func (a *Admission) sweep(now time.Time) {
 			delete(a.reserved, k)
 		}
 	}
-	a.publishQueue(now)
 }

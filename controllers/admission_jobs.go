@@ -179,6 +179,9 @@ func (a *Admission) publishQueue(now time.Time) {
 		}
 	}
 	queueLength.Reset()
+	for _, k := range []JobKind{JobInspect, JobMaintain, JobIngest} { // always a series: dashboards show 0, not "No data"
+		queueLength.WithLabelValues(metricKind(k)).Set(0)
+	}
 	for k, n := range counts {
 		queueLength.WithLabelValues(k).Set(float64(n))
 	}
@@ -200,10 +203,14 @@ func metricKind(k JobKind) string {
 	return string(k)
 }
 
-// refreshMetrics keeps the oldest-wait gauge moving while nothing else changes the queue.
+// refreshMetrics publishes the queue gauges every few seconds (a scrape interval is 30 s or more; publishing at
+// every Admit would walk a queue of thousands for each of thousands of calls) and drops stale waiters.
 func (a *Admission) refreshMetrics(ctx context.Context) error {
-	t := time.NewTicker(15 * time.Second)
+	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
+	a.mu.Lock()
+	a.publishQueue(a.clock.Now())
+	a.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
