@@ -50,7 +50,8 @@ func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 
 // startManagerWith runs the controllers on restCfg (a test may wrap its transport), with tune changing the
 // controllers' configuration (admission limits).
-func startManagerWith(t *testing.T, ns string, clk *clocktesting.FakeClock, restCfg *rest.Config, tune func(*controllers.Config)) {
+// It returns a function that stops the manager (a restart), which the test's cleanup also calls.
+func startManagerWith(t *testing.T, ns string, clk *clocktesting.FakeClock, restCfg *rest.Config, tune func(*controllers.Config)) (stop func()) {
 	t.Helper()
 	setLoggerOnce.Do(func() {
 		w := io.Writer(io.Discard)
@@ -81,12 +82,17 @@ func startManagerWith(t *testing.T, ns string, clk *clocktesting.FakeClock, rest
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // controllerTest creates a namespace, a fake clock at the real now (API server timestamps are real) and a

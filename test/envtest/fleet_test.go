@@ -180,14 +180,18 @@ func TestFleet_CapHoldsAndTheHeadOfTheQueueStartsNext(t *testing.T) {
 	})
 	finished := 0
 	for finished < tables {
-		// Make every table look again, so that the positions in the statuses are current.
-		for _, tb := range all {
-			poke(t, tb)
-		}
 		var head string
 		waiting := tables - finished - maxRunning
 		if waiting > 0 {
+			polls := 0
 			eventually(t, "positions 1…n of n in the queued tables' status", func() (bool, string) {
+				// Make every table look again, so that the positions in the statuses become current.
+				if polls%20 == 0 {
+					for _, tb := range all {
+						poke(t, tb)
+					}
+				}
+				polls++
 				pos, lengths := queuePositions(t, ns)
 				var got []int
 				for name, p := range pos {
@@ -296,4 +300,59 @@ func TestFleet_InspectionsOf200TablesDueTogetherAreSpreadOverTheInterval(t *test
 			t.Errorf("%d of 200 inspections fall in the five minutes from %s", n, time.Unix(bucket*300, 0).UTC())
 		}
 	}
+}
+
+func TestFleet_ARestartedManagerRecountsRunningJobsAndQueuesAgain(t *testing.T) {
+	const maxRunning = 2
+	ns := newNamespace(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	capped := func(c *controllers.Config) { c.Admission.MaxRunning = maxRunning }
+	stop := startManagerWith(t, ns, clk, cfg, capped)
+	for i := range 5 {
+		newTable(t, ns, fmt.Sprintf("t%d", i), nil)
+	}
+	eventually(t, "two inspections running and three queued", func() (bool, string) {
+		live := liveInspectJobs(t, ns)
+		pos, _ := queuePositions(t, ns)
+		return len(live) == maxRunning && len(pos) == 3, fmt.Sprintf("%d live, %d queued", len(live), len(pos))
+	})
+	stop()
+	// A new manager remembers nothing: it counts the two live Jobs from the API server and starts no third.
+	startManagerWith(t, ns, clk, cfg, capped)
+	var all deltav1.DeltaTableList
+	if err := k8sClient.List(context.Background(), &all, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	pokeAll := func() {
+		for i := range all.Items {
+			poke(t, &all.Items[i])
+		}
+	}
+	// Every table reconciles under the new manager and queues again; the first to queue saw a shorter queue,
+	// so keep poking until every status is current.
+	polls := 0
+	eventually(t, "the queued tables report their place again", func() (bool, string) {
+		if polls%20 == 0 {
+			pokeAll()
+		}
+		polls++
+		pos, lengths := queuePositions(t, ns)
+		var got []int
+		for _, p := range pos {
+			got = append(got, int(p))
+		}
+		slices.Sort(got)
+		return slices.Equal(got, []int{1, 2, 3}) && len(lengths) == 1 && lengths[3], fmt.Sprintf("positions %v, lengths %v", got, lengths)
+	})
+	consistently(t, "no more than two inspections run", time.Second, func() (bool, string) {
+		live := liveInspectJobs(t, ns)
+		return len(live) <= maxRunning, fmt.Sprintf("%d live", len(live))
+	})
+	live := liveInspectJobs(t, ns)
+	finishJob(t, clk, &live[0], 0, encode(t, inspectResult(1, 10, 0)))
+	eventually(t, "the freed slot goes to a queued table", func() (bool, string) {
+		live := liveInspectJobs(t, ns)
+		pos, _ := queuePositions(t, ns)
+		return len(live) == maxRunning && len(pos) == 2, fmt.Sprintf("%d live, %d queued", len(live), len(pos))
+	})
 }
