@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -33,6 +34,7 @@ type managerOptions struct {
 	leaderElectNamespace string
 	workerImage          string
 	admission            admissionFlags
+	concurrency          int
 	zap                  zap.Options
 }
 
@@ -80,6 +82,8 @@ func newManagerCommand() *cobra.Command {
 	f.IntVar(&opts.admission.maxRunningPerNamespace, "max-running-jobs-per-namespace", 0, "most worker pods running at once in one namespace; 0: no cap")
 	f.Float64Var(&opts.admission.startRate, "job-start-rate", controllers.DefaultJobStartRate, "worker Jobs started per second at most (a policy slot over many tables is paced); 0: unpaced")
 	f.IntVar(&opts.admission.startBurst, "job-start-burst", controllers.DefaultJobStartBurst, "worker Jobs that may start at once before --job-start-rate paces them")
+	f.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4,
+		"objects of one kind reconciled at once; a reconcile mostly waits for its status write, so at 10,000 tables one at a time is the limit after a mass change")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.zap.BindFlags(goFlags)
 	f.AddGoFlagSet(goFlags)
@@ -129,6 +133,7 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
+		Controller:                    config.Controller{MaxConcurrentReconciles: max(opts.concurrency, 1)},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

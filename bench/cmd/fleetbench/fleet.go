@@ -136,7 +136,7 @@ func seedInspected(ctx context.Context, c client.Client, t *deltav1.DeltaTable) 
 }
 
 // waitInspected waits until every table has been inspected once.
-func waitInspected(ctx context.Context, c client.Client, o options, deadline time.Time) error {
+func waitInspected(ctx context.Context, c client.Client, m *child, o options, deadline time.Time) error {
 	for time.Now().Before(deadline) {
 		var list deltav1.DeltaTableList
 		if err := c.List(ctx, &list); err != nil {
@@ -148,7 +148,8 @@ func waitInspected(ctx context.Context, c client.Client, o options, deadline tim
 				done++
 			}
 		}
-		log.Printf("%d of %d tables inspected", done, o.tables)
+		rec, _ := m.reconciles()
+		log.Printf("%d of %d tables inspected; reconciles so far %v", done, o.tables, rec)
 		if done >= o.tables {
 			return nil
 		}

@@ -27,6 +27,7 @@ type options struct {
 	tables, policies, nsCount   int
 	inspect                     int
 	idle, settle, reconcileWait time.Duration
+	fillWait                    time.Duration
 	managerArgs                 string
 }
 
@@ -59,7 +60,8 @@ func main() {
 		"the others start with the status of an inspected table, so that the benchmark takes minutes, not an hour")
 	flag.DurationVar(&o.idle, "idle", 60*time.Second, "length of the idle measurement")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "wait after the fill before the idle measurement")
-	flag.DurationVar(&o.reconcileWait, "reconcile-timeout", 10*time.Minute, "give up waiting for a phase after this")
+	flag.DurationVar(&o.reconcileWait, "reconcile-timeout", 10*time.Minute, "give up waiting for the restarted manager after this")
+	flag.DurationVar(&o.fillWait, "fill-timeout", 30*time.Minute, "give up waiting for the first inspections after this")
 	flag.StringVar(&o.managerArgs, "manager-args", "--max-running-jobs=400 --job-start-rate=100 --job-start-burst=100",
 		"extra manager flags (the fill inspects every table once; the default cap would take 10,000/5 s)")
 	flag.Parse()
@@ -85,7 +87,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if os.Getenv("FLEETBENCH_KEEP") == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		log.Printf("logs in %s", dir)
+	}
 	admin, err := env.AddUser(envtest.User{Name: "fleetbench-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return fmt.Errorf("add admin user: %w", err)
@@ -132,7 +138,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	start := time.Now()
-	if err := waitInspected(ctx, c, o, start.Add(o.reconcileWait)); err != nil {
+	if err := waitInspected(ctx, c, m1, o, start.Add(o.fillWait)); err != nil {
 		m1.stop()
 		return err
 	}
