@@ -260,7 +260,7 @@ func TestFleet_InspectionsOf200TablesDueTogetherAreSpreadOverTheInterval(t *test
 	}
 	// Every table's first inspection ends in the same second.
 	done := map[string]bool{}
-	eventually(t, "200 first inspections finished", func() (bool, string) {
+	eventuallyWithin(t, 5*time.Minute, "200 first inspections finished", func() (bool, string) {
 		for _, j := range liveInspectJobs(t, ns) {
 			if !done[j.Name] {
 				finishJob(t, clk, &j, 0, encode(t, inspectResult(1, 10, 0)))
@@ -271,7 +271,7 @@ func TestFleet_InspectionsOf200TablesDueTogetherAreSpreadOverTheInterval(t *test
 	})
 	inspected := clk.Now()
 	var next []time.Time
-	eventually(t, "every table has its next inspection time", func() (bool, string) {
+	eventuallyWithin(t, 5*time.Minute, "every table has its next inspection time", func() (bool, string) {
 		var list deltav1.DeltaTableList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -355,4 +355,18 @@ func TestFleet_ARestartedManagerRecountsRunningJobsAndQueuesAgain(t *testing.T) 
 		pos, _ := queuePositions(t, ns)
 		return len(live) == maxRunning && len(pos) == 2, fmt.Sprintf("%d live, %d queued", len(live), len(pos))
 	})
+}
+
+// eventuallyWithin is eventually with a longer deadline, for tests of hundreds of objects on a loaded machine.
+func eventuallyWithin(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	last := ""
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+	}
+	t.Fatalf("timed out waiting for %s; last: %s", what, last)
 }
