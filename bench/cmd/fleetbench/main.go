@@ -28,6 +28,7 @@ type options struct {
 	inspect                     int
 	idle, settle, reconcileWait time.Duration
 	fillWait                    time.Duration
+	memoryLimitMiB              int
 	managerArgs                 string
 }
 
@@ -39,6 +40,9 @@ type report struct {
 	InspectJobs int
 	// PeakRSSMiB is the largest VmHWM of the two manager processes.
 	PeakRSSMiB, PeakRSSFirstMiB, PeakRSSRestartMiB float64
+	// HeapInUseIdleMiB is the first manager's Go heap in use at the end of the idle window.
+	HeapInUseIdleMiB float64
+	MemoryLimitMiB   int
 	// IdleRequestsPerSecond is the manager's requests through the proxy while nothing is due, by verb too.
 	IdleRequestsPerSecond float64
 	IdleByVerb            map[string]int
@@ -61,6 +65,7 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 60*time.Second, "length of the idle measurement")
 	flag.DurationVar(&o.settle, "settle", 20*time.Second, "wait after the fill before the idle measurement")
 	flag.DurationVar(&o.reconcileWait, "reconcile-timeout", 10*time.Minute, "give up waiting for the restarted manager after this")
+	flag.IntVar(&o.memoryLimitMiB, "memory-limit-mib", 256, "the container memory limit the manager is told (DELTAKEEPER_MEMORY_LIMIT; soft limit 90%)")
 	flag.DurationVar(&o.fillWait, "fill-timeout", 30*time.Minute, "give up waiting for the first inspections after this")
 	flag.StringVar(&o.managerArgs, "manager-args", "--max-running-jobs=400 --job-start-rate=100 --job-start-burst=100",
 		"extra manager flags (the fill inspects every table once; the default cap would take 10,000/5 s)")
@@ -131,9 +136,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	rep := report{Tables: o.tables, Policies: o.policies, Namespaces: o.nsCount}
+	rep := report{Tables: o.tables, Policies: o.policies, Namespaces: o.nsCount, MemoryLimitMiB: o.memoryLimitMiB}
 	// 1. First manager: inspect every table once, then stay idle.
-	m1, err := startManager(o.manager, managerKubeconfig, o.managerArgs, dir, "manager-1")
+	m1, err := startManager(o.manager, managerKubeconfig, o.managerArgs, dir, "manager-1", o.memoryLimitMiB)
 	if err != nil {
 		return err
 	}
@@ -154,11 +159,12 @@ func run(ctx context.Context, o options) error {
 	rep.IdleByVerb = idle
 	log.Printf("idle: %.2f requests/s %v", rep.IdleRequestsPerSecond, idle)
 	rep.PeakRSSFirstMiB = m1.peakRSSMiB()
+	rep.HeapInUseIdleMiB = m1.gauge("go_memstats_heap_inuse_bytes") / (1 << 20)
 	cpu1 := m1.stop()
 
 	// 2. Restart: a new manager, nothing remembered; time until every object was reconciled once.
 	before = proxy.snapshot()
-	m2, err := startManager(o.manager, managerKubeconfig, o.managerArgs, dir, "manager-2")
+	m2, err := startManager(o.manager, managerKubeconfig, o.managerArgs, dir, "manager-2", o.memoryLimitMiB)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func startControllerManager(_ context.Context, assets, kubeconfig, dir string) (
 }
 
 // startManager runs `deltakeeper manager` against kubeconfig with plain-HTTP metrics on a free port.
-func startManager(binary, kubeconfig, extra, dir, name string) (*child, error) {
+func startManager(binary, kubeconfig, extra, dir, name string, limitMiB int) (*child, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -98,8 +98,8 @@ func startManager(binary, kubeconfig, extra, dir, name string) (*child, error) {
 		"--health-probe-bind-address=0", "--worker-image=deltakeeper:fleetbench"}
 	args = append(args, strings.Fields(extra)...)
 	cmd := exec.Command(binary, args...)
-	// The container limit of the chart (256Mi): the manager sets its soft limit from it as in a pod.
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "DELTAKEEPER_MEMORY_LIMIT="+strconv.Itoa(256<<20))
+	// The container limit (the chart's is 256Mi): the manager sets its soft limit from it as in a pod.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "DELTAKEEPER_MEMORY_LIMIT="+strconv.Itoa(limitMiB<<20))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", binary, err)
@@ -129,6 +129,24 @@ func (c *child) reconciles() (map[string]int, error) {
 		out[name] += int(v)
 	}
 	return out, s.Err()
+}
+
+// gauge reads one unlabelled metric from the manager's metrics, 0 when absent.
+func (c *child) gauge(name string) float64 {
+	resp, err := http.Get("http://" + c.metricsAddr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), name+" "); ok {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v
+		}
+	}
+	return 0
 }
 
 // waitReconciled waits until each controller reconciled at least want objects.
