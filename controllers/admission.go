@@ -72,8 +72,8 @@ const (
 const (
 	// urgentHeadStart is how much earlier than its due time an urgent run counts in the queue.
 	urgentHeadStart = 10 * time.Minute
-	// waiterTTL drops a waiter that has not asked again for this long (queued reconcilers ask every
-	// requeueQueued, or sooner when woken).
+	// waiterTTL drops a waiter that has not asked again for this long (queued reconcilers ask at least
+	// every two minutes, requeueQueued plus a delay growing with the position, or sooner when woken).
 	waiterTTL = 3 * time.Minute
 	// reservationTTL frees the capacity of an admitted Job the informer never showed (its create failed).
 	reservationTTL = time.Minute
@@ -116,7 +116,21 @@ func (q *Queued) Error() string { return q.Message() }
 
 // Message is the status text: "queued: position 12 of 340".
 func (q *Queued) Message() string {
-	return fmt.Sprintf("queued: position %d of %d", q.Position, q.Length)
+	return fmt.Sprintf("queued: position %d of %d", roughly(q.Position), roughly(q.Length))
+}
+
+// roughly keeps two significant digits of n from 100 on (1,234 → 1,200): every admitted run moves every
+// waiter up one place, and 10,000 waiters writing their exact place into status at each look would be
+// hundreds of status writes a second while a backlog drains.
+func roughly(n int) int {
+	if n < 100 {
+		return n
+	}
+	p := 1
+	for n/p >= 100 {
+		p *= 10
+	}
+	return n / p * p
 }
 
 // Ticket is an admitted Job's claim on capacity. Cancel it when the Job was not created (its table was busy,
@@ -208,7 +222,10 @@ func (a *Admission) Admit(req AdmissionRequest) (*Ticket, error) {
 		return nil, q
 	}
 	if !admitted {
-		q := &Queued{Position: a.position(w), Length: len(a.queue), RetryAfter: requeueQueued, Since: w.since}
+		// Far from the head, look again less often: the admission wakes the runs whose turn comes.
+		pos := a.position(w)
+		retry := requeueQueued + time.Duration(min(pos, 900))*100*time.Millisecond
+		q := &Queued{Position: pos, Length: len(a.queue), RetryAfter: retry, Since: w.since}
 		wake := a.toWake(ahead, now)
 		a.mu.Unlock()
 		a.send(wake)
@@ -241,7 +258,8 @@ func (q *Queued) Status(runs int) *deltav1.QueueStatus {
 	if q == nil {
 		return nil
 	}
-	return &deltav1.QueueStatus{Position: int32(q.Position), Length: int32(q.Length), Runs: int32(runs), Since: &metav1.Time{Time: q.Since.Truncate(time.Second).UTC()}}
+	return &deltav1.QueueStatus{Position: int32(roughly(q.Position)), Length: int32(roughly(q.Length)), Runs: int32(runs),
+		Since: &metav1.Time{Time: q.Since.Truncate(time.Second).UTC()}}
 }
 
 func orderTime(req AdmissionRequest) time.Time {

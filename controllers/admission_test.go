@@ -146,3 +146,17 @@ func TestAdmission_CancelledTicketFreesItsSlot(t *testing.T) {
 	ticket.Cancel() // the table's lock was held: no Job was created
 	mustAdmit(t, a, ask("a", "other", JobMaintain, time.Minute, false))
 }
+
+func TestQueued_StatusKeepsTwoSignificantDigitsFarFromTheHead(t *testing.T) {
+	for _, tc := range []struct{ pos, length, wantPos, wantLength int }{
+		{12, 345, 12, 340}, {99, 99, 99, 99}, {1234, 3456, 1200, 3400}, {5, 10049, 5, 10000},
+	} {
+		q := &Queued{Position: tc.pos, Length: tc.length}
+		if st := q.Status(1); int(st.Position) != tc.wantPos || int(st.Length) != tc.wantLength {
+			t.Errorf("%d of %d → %d of %d, want %d of %d", tc.pos, tc.length, st.Position, st.Length, tc.wantPos, tc.wantLength)
+		}
+		if want := fmt.Sprintf("queued: position %d of %d", tc.wantPos, tc.wantLength); q.Message() != want {
+			t.Errorf("message %q, want %q", q.Message(), want)
+		}
+	}
+}
