@@ -55,6 +55,7 @@ func (r *DeltaTableReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobToTable)).
 		Watches(&deltav1.StreamIngest{}, handler.EnqueueRequestsFromMapFunc(streamToTable),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		WatchesRawSource(r.Admission.wakeSource("DeltaTable")).
 		Complete(r)
 }
 
@@ -190,6 +191,8 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 			log.Info("Started inspect Job", "job", started.Name, "trigger", plan.Trigger)
 			wake.in(requeueActiveJob)
+		case err == nil && view.Queued != nil:
+			wake.in(view.Queued.RetryAfter)
 		case err == nil:
 			wake.in(requeueLockBusy)
 		case errors.Is(err, errRetrySoon):
@@ -207,6 +210,13 @@ func (r *DeltaTableReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		wake.in(plan.Due.Sub(now))
 	}
 	st.ActiveJob = view.ActiveJob
+	st.Queue = view.Queued.Status(1)
+	st.NextInspectTime = nil
+	if plan.Due.After(now) {
+		// Whole seconds, as the API server stores it: a finer time would differ from the stored one and
+		// rewrite the status at every pass.
+		st.NextInspectTime = &metav1.Time{Time: plan.Due.Add(time.Second - 1).Truncate(time.Second).UTC()}
+	}
 
 	if st.Streams, err = r.tableStreams(ctx, &table); err != nil {
 		return ctrl.Result{}, err
@@ -262,11 +272,16 @@ func (r *DeltaTableReconciler) startInspect(ctx context.Context, table *deltav1.
 		}
 	}
 	job := BuildJob(req)
-	err = r.startJob(ctx, job, table, jobs)
+	err = r.startJob(ctx, job, table, jobs, admissionRequest(job, req, "DeltaTable", table, false))
 	var busy *LockBusy
+	var queued *Queued
 	switch {
 	case err == nil:
 		return job, nil
+	case errors.As(err, &queued):
+		view.Queued = queued
+		view.Waiting = "inspect " + queued.Message()
+		return nil, nil
 	case errors.As(err, &busy):
 		view.Waiting = "inspect waits for Job " + busy.Holder + ", which holds the table's lock"
 		return nil, nil

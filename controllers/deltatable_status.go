@@ -114,6 +114,14 @@ const (
 	triggerInterval    = "Interval"
 )
 
+// spreadKey identifies a table for the spreading of its inspections: its UID, else namespace/name.
+func spreadKey(t *deltav1.DeltaTable) string {
+	if t.UID != "" {
+		return string(t.UID)
+	}
+	return t.Namespace + "/" + t.Name
+}
+
 func planInspect(t *deltav1.DeltaTable, now time.Time) inspectPlan {
 	st := &t.Status
 	last := lastInspectAttempt(st)
@@ -125,11 +133,18 @@ func planInspect(t *deltav1.DeltaTable, now time.Time) inspectPlan {
 	case reach == nil || reach.ObservedGeneration != t.Generation:
 		p = inspectPlan{Due: now, Trigger: triggerSpecChanged}
 	case st.FailedInspections > 0:
-		p = inspectPlan{Due: last.Add(inspectBackoff(st.FailedInspections)), Trigger: triggerRetry}
-	case st.LastInspectedTime == nil:
-		p = inspectPlan{Due: last.Add(t.InspectEvery()), Trigger: triggerInterval}
+		backoff := jitteredBackoff(inspectBackoff(st.FailedInspections), spreadKey(t), st.FailedInspections)
+		p = inspectPlan{Due: last.Add(backoff), Trigger: triggerRetry}
 	default:
-		p = inspectPlan{Due: st.LastInspectedTime.Add(t.InspectEvery()), Trigger: triggerInterval}
+		// On the table's phase of the interval, at least half an interval after the last inspection: the
+		// gap is one interval in the steady state and between half and one and a half after a creation,
+		// retry or spec change (schedule.go, Spreading).
+		from := last
+		if st.LastInspectedTime != nil {
+			from = st.LastInspectedTime.Time
+		}
+		every := t.InspectEvery()
+		p = inspectPlan{Due: phaseDue(from.Add(every/2), every, spreadKey(t)), Trigger: triggerInterval}
 	}
 	p.Key = fmt.Sprintf("g%d/f%d/%d", t.Generation, st.FailedInspections, last.UnixNano())
 	return p
@@ -280,12 +295,13 @@ func workerReason(res *result.Result) string {
 
 // tableView is what the reconciler saw besides the status: it shapes the Ready condition.
 type tableView struct {
-	ActiveJob     string // the live Job on the table, any owner
-	ActiveInspect bool   // ActiveJob is this table's inspect Job
-	Waiting       string // why a due inspect Job was not started
-	Stuck         string // why the active Job's pod cannot start
-	SpecError     string // a spec the reconciler cannot turn into a Job
-	Duplicate     string // another DeltaTable owns the location: why this one runs nothing
+	ActiveJob     string  // the live Job on the table, any owner
+	ActiveInspect bool    // ActiveJob is this table's inspect Job
+	Waiting       string  // why a due inspect Job was not started
+	Queued        *Queued // the due inspect Job waits for admission
+	Stuck         string  // why the active Job's pod cannot start
+	SpecError     string  // a spec the reconciler cannot turn into a Job
+	Duplicate     string  // another DeltaTable owns the location: why this one runs nothing
 	NextInspect   time.Time
 }
 

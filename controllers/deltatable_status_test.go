@@ -68,33 +68,37 @@ func TestPlanInspect_RetriesWithBackoffAndOnSpecChange(t *testing.T) {
 		name        string
 		mutate      func(*deltav1.DeltaTable)
 		wantTrigger string
-		wantDue     time.Time
+		// The due time lies in [from, to): back-off and interval are jittered per table.
+		from, to time.Time
 	}{
-		{"new table", func(*deltav1.DeltaTable) {}, triggerCreated, now},
+		{"new table", func(*deltav1.DeltaTable) {}, triggerCreated, now, now.Add(time.Nanosecond)},
 		{"spec changed since the last inspection", func(t *deltav1.DeltaTable) {
 			t.Generation = 2
 			t.Status.RecentRuns, t.Status.Conditions = rec, reach(1)
 			t.Status.FailedInspections = 5
-		}, triggerSpecChanged, now},
-		{"third failure: 4 minutes after the last attempt", func(t *deltav1.DeltaTable) {
+		}, triggerSpecChanged, now, now.Add(time.Nanosecond)},
+		{"third failure: 2 to 4 minutes after the last attempt", func(t *deltav1.DeltaTable) {
 			t.Status.RecentRuns, t.Status.Conditions, t.Status.FailedInspections = rec, reach(1), 3
-		}, triggerRetry, last.Add(4 * time.Minute)},
+		}, triggerRetry, last.Add(2 * time.Minute), last.Add(4 * time.Minute)},
 		{"many failures: capped at an hour", func(t *deltav1.DeltaTable) {
 			t.Status.RecentRuns, t.Status.Conditions, t.Status.FailedInspections = rec, reach(1), 30
-		}, triggerRetry, last.Add(time.Hour)},
-		{"healthy: every inspectInterval", func(t *deltav1.DeltaTable) {
+		}, triggerRetry, last.Add(30 * time.Minute), last.Add(time.Hour)},
+		{"healthy: on the table's phase of inspectInterval", func(t *deltav1.DeltaTable) {
 			t.Status.RecentRuns, t.Status.Conditions = rec, reach(1)
 			t.Status.LastInspectedTime = &metav1.Time{Time: last}
 			t.Spec.InspectInterval = &metav1.Duration{Duration: 30 * time.Minute}
-		}, triggerInterval, last.Add(30 * time.Minute)},
+		}, triggerInterval, last.Add(15 * time.Minute), last.Add(45 * time.Minute)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			table := s3Table("t").obj()
 			tc.mutate(table)
 			p := planInspect(table, now)
-			if p.Trigger != tc.wantTrigger || !p.Due.Equal(tc.wantDue) {
-				t.Errorf("plan = %+v, want %s at %s", p, tc.wantTrigger, tc.wantDue)
+			if p.Trigger != tc.wantTrigger || p.Due.Before(tc.from) || !p.Due.Before(tc.to) {
+				t.Errorf("plan = %+v, want %s in [%s, %s)", p, tc.wantTrigger, tc.from, tc.to)
+			}
+			if p.Due.After(now) && !p.Due.Equal(planInspect(table, now.Add(time.Minute)).Due) {
+				t.Error("the due time must not depend on the time of the reconcile")
 			}
 			if p.Key != planInspect(table, now.Add(time.Hour)).Key {
 				t.Error("the slot key must not depend on the time of the reconcile")

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
@@ -56,12 +58,46 @@ func (q *eventQueue) warning(reason, action string, related runtime.Object, note
 	*q = append(*q, pendingEvent{eventType: "Warning", reason: reason, action: action, note: note, related: related})
 }
 
-// emit sends the queued events about regarding. Notes are passed as arguments, never as format strings:
-// they may contain '%' from worker messages.
+// emit sends the queued events about regarding, one per (type, reason, action, related): notes of events
+// that share those are joined into one. The events.k8s.io recorder treats such events as one series
+// whatever their notes: the second would be sent as a PATCH of the first while the first's POST is still in
+// flight (404, then a POST of the same name: 409), and its note would be lost. Notes are passed as
+// arguments, never as format strings: they may contain '%' from worker messages.
 func (q eventQueue) emit(rec events.EventRecorder, regarding runtime.Object) {
-	for _, e := range q {
+	for _, e := range q.coalesced() {
 		rec.Eventf(regarding, e.related, e.eventType, e.reason, e.action, "%s", truncate(e.note, 1024))
 	}
+}
+
+// coalesced joins the notes of events the recorder would take for one series, in order of first occurrence.
+func (q eventQueue) coalesced() []pendingEvent {
+	type key struct {
+		eventType, reason, action string
+		related                   runtime.Object
+	}
+	var out []pendingEvent
+	index := map[key]int{}
+	count := map[key]int{}
+	for _, e := range q {
+		k := key{e.eventType, e.reason, e.action, e.related}
+		i, seen := index[k]
+		if !seen {
+			index[k] = len(out)
+			out = append(out, e)
+			count[k] = 1
+			continue
+		}
+		count[k]++
+		if len(out[i].note) < 1024 {
+			out[i].note += "; " + e.note
+		}
+	}
+	for k, i := range index {
+		if n := count[k]; n > 1 {
+			out[i].note = fmt.Sprintf("%d× %s", n, out[i].note)
+		}
+	}
+	return out
 }
 
 // queueRunProblem explains a refused or failed run of any kind: what names the run ("Maintenance Job x on

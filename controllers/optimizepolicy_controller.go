@@ -50,6 +50,7 @@ func (r *OptimizePolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&batchv1.Job{}).
 		Watches(&deltav1.DeltaTable{}, handler.EnqueueRequestsFromMapFunc(r.tableToPolicies)).
+		WatchesRawSource(r.Admission.wakeSource("OptimizePolicy")).
 		Complete(r)
 }
 
@@ -177,6 +178,7 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			wake.in(requeueLockBusy)
 		}
 	}
+	pass.finishQueue(&wake)
 	if view.Next != nil {
 		wake.in(view.Next.Sub(now))
 	}
@@ -334,20 +336,40 @@ func (p *policyPass) reportBelow(slot time.Time) {
 
 // resolveTargets returns the policy's tables (names and selector, same namespace), sorted, and the named
 // tables that do not exist.
+//
+// It reads only what the policy names: the selected tables (a label-selected list) and the named ones (one
+// cached Get each). Listing the whole namespace copied every table of it from the cache at each pass, and a
+// policy passes at every status change of each of its tables: at 1,000 tables a namespace that was most of
+// the manager's CPU.
 func (r *OptimizePolicyReconciler) resolveTargets(ctx context.Context, pol *deltav1.OptimizePolicy, selector labels.Selector) ([]*deltav1.DeltaTable, []string, error) {
-	var list deltav1.DeltaTableList
-	if err := r.List(ctx, &list, client.InNamespace(pol.Namespace)); err != nil {
-		return nil, nil, fmt.Errorf("list DeltaTables in %s: %w", pol.Namespace, err)
+	var candidates []deltav1.DeltaTable
+	if selector != nil {
+		var list deltav1.DeltaTableList
+		if err := r.List(ctx, &list, client.InNamespace(pol.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, nil, fmt.Errorf("list DeltaTables in %s: %w", pol.Namespace, err)
+		}
+		candidates = list.Items
+	}
+	for _, name := range pol.Spec.Targets.TableNames {
+		if slices.ContainsFunc(candidates, func(t deltav1.DeltaTable) bool { return t.Name == name }) {
+			continue
+		}
+		var t deltav1.DeltaTable
+		err := r.Get(ctx, types.NamespacedName{Namespace: pol.Namespace, Name: name}, &t)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("get DeltaTable %s/%s: %w", pol.Namespace, name, err)
+		}
+		candidates = append(candidates, t)
 	}
 	var tables []*deltav1.DeltaTable
 	found := map[string]bool{}
-	for i := range list.Items {
-		t := &list.Items[i]
+	for i := range candidates {
+		t := &candidates[i]
 		found[t.Name] = true
-		if t.DeletionTimestamp != nil {
-			continue
-		}
-		if slices.Contains(pol.Spec.Targets.TableNames, t.Name) || (selector != nil && selector.Matches(labels.Set(t.Labels))) {
+		if t.DeletionTimestamp == nil {
 			tables = append(tables, t)
 		}
 	}

@@ -52,6 +52,9 @@ type policyPass struct {
 	byName map[string]bool
 	// below collects the tables a slot left alone because no trigger was crossed.
 	below []string
+	// queuedRuns counts the runs waiting for admission; firstQueued is the one nearest the head.
+	queuedRuns  int
+	firstQueued *Queued
 }
 
 // tryStart runs slot on table unless its triggers, the concurrency policy or the table's lock say otherwise.
@@ -119,10 +122,14 @@ func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, sl
 		return 0, err
 	}
 	job := BuildJob(req)
-	err = p.r.startJob(ctx, job, table, tableJobs)
+	err = p.r.startJob(ctx, job, table, tableJobs, admissionRequest(job, req, "OptimizePolicy", pol, slot.RunNow))
 	var busy *LockBusy
+	var queued *Queued
 	switch {
 	case err == nil:
+	case errors.As(err, &queued):
+		p.queue(table.Name, queued, slot)
+		return outWaiting, nil
 	case errors.As(err, &busy):
 		p.wait(table.Name, fmt.Sprintf("table %s is busy with Job %s", table.Name, busy.Holder), slot)
 		return outWaiting, nil
@@ -193,6 +200,29 @@ func (p *policyPass) wait(table, why string, slot runSlot) {
 		p.evq.normal(EventWaiting, actionSchedule, nil, fmt.Sprintf("Slot %s waits: %s", slot.Time.UTC().Format(time.RFC3339), why))
 	}
 	p.ps.pending[table] = &metav1.Time{Time: slot.Time}
+}
+
+// queue records that table's run for slot waits for admission. Unlike a busy table, a queued run is told
+// once per pass for the whole policy (finishQueue), not once per table.
+func (p *policyPass) queue(table string, q *Queued, slot runSlot) {
+	p.queuedRuns++
+	if p.firstQueued == nil || q.Position < p.firstQueued.Position {
+		p.firstQueued = q
+	}
+	if !slot.RunNow {
+		p.ps.pending[table] = &metav1.Time{Time: slot.Time}
+	}
+}
+
+// finishQueue puts the queued runs into the status (one line in Ready, status.queue) and says when to look
+// again if the admission does not wake the policy first.
+func (p *policyPass) finishQueue(w *wakeup) {
+	p.ps.st.Queue = p.firstQueued.Status(p.queuedRuns)
+	if p.queuedRuns == 0 {
+		return
+	}
+	p.ps.waiting = append(p.ps.waiting, fmt.Sprintf("%d runs wait for a worker slot (first %s)", p.queuedRuns, p.firstQueued.Message()))
+	w.in(p.firstQueued.RetryAfter)
 }
 
 // ownLiveJob returns this policy's live Job on table, if any.

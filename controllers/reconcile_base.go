@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -35,6 +36,8 @@ type reconcilerBase struct {
 	APIReader client.Reader
 	// AllowedImages are the images besides WorkerImage that a jobTemplate may name (checkJobTemplate).
 	AllowedImages []string
+	// Admission caps and queues worker Jobs; every Job creation asks it first (nil: no cap).
+	Admission *Admission
 }
 
 // tableJobs lists the maintenance and inspect Jobs on a table, from any owner, from the cache. Ingest Jobs
@@ -74,13 +77,20 @@ func (r *reconcilerBase) podsByJob(ctx context.Context, namespace string, sel cl
 	return out, nil
 }
 
-// startJob takes the table's lock for the Job and creates it. It returns *LockBusy when the table is busy;
-// an AlreadyExists error means a previous pass created the Job (the caller looks again).
-func (r *reconcilerBase) startJob(ctx context.Context, job *batchv1.Job, table *deltav1.DeltaTable, tableJobs []batchv1.Job) error {
+// startJob asks the admission for the Job, takes the table's lock for it and creates it. It returns *Queued
+// when the Job must wait for admission, *LockBusy when the table is busy; an AlreadyExists error means a
+// previous pass created the Job (the caller looks again).
+func (r *reconcilerBase) startJob(ctx context.Context, job *batchv1.Job, table *deltav1.DeltaTable, tableJobs []batchv1.Job, ask AdmissionRequest) error {
+	ticket, err := r.Admission.Admit(ask)
+	if err != nil {
+		return err
+	}
 	if err := r.Lock.Acquire(ctx, table, job.Name, tableJobs); err != nil {
+		ticket.Cancel()
 		return err
 	}
 	if err := r.Create(ctx, job); err != nil {
+		ticket.Cancel()
 		if !isAlreadyExists(err) {
 			// Free the table again; the next pass retries. A failed release only delays others by createGrace.
 			_ = r.Lock.Release(ctx, table, job.Name)
@@ -88,6 +98,19 @@ func (r *reconcilerBase) startJob(ctx context.Context, job *batchv1.Job, table *
 		return fmt.Errorf("create Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return nil
+}
+
+// admissionRequest describes job for the Admission: owner is the object whose reconciler asks, urgent marks
+// ingest triggers and run-now requests.
+func admissionRequest(job *batchv1.Job, req *JobRequest, ownerKind string, owner client.Object, urgent bool) AdmissionRequest {
+	due := req.Scheduled
+	if due.IsZero() {
+		due = owner.GetCreationTimestamp().Time
+	}
+	return AdmissionRequest{
+		Job: client.ObjectKeyFromObject(job), Kind: req.Kind, Pods: int(ptr.Deref(job.Spec.Parallelism, 1)), Due: due, Urgent: urgent,
+		Owner: Owner{Kind: ownerKind, Key: client.ObjectKeyFromObject(owner)},
+	}
 }
 
 // wakeup collects the earliest time a reconcile wants to look again.

@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones must resolve in a distroless image without /usr/share/zoneinfo
@@ -163,4 +166,43 @@ func (s *Schedule) Plan(last, now time.Time, deadline *time.Duration) SlotPlan {
 	}
 	plan.Run = true
 	return plan
+}
+
+// Spreading. A fleet's tables are usually created together (one kubectl apply, one GitOps sync), so plain
+// "last + interval" keeps their inspections due in the same second forever, and a failing bucket makes all
+// its tables retry together. The functions below spread them deterministically: the same table always gets
+// the same offsets (a retried reconcile decides the same, and a restart changes nothing), different tables
+// get different ones.
+
+// spreadFraction maps key to a fixed value in [0, 1): the top 53 bits of its SHA-256 (FNV's high bits barely
+// change between keys that differ in their last characters, such as UIDs and numbered names).
+func spreadFraction(key string) float64 {
+	sum := sha256.Sum256([]byte(key))
+	return float64(binary.BigEndian.Uint64(sum[:8])>>11) / (1 << 53)
+}
+
+// phaseDue returns the first instant at or after earliest that falls on key's phase of interval: the
+// instants phase + k·interval (from the Unix epoch), phase = spreadFraction(key)·interval. Tables whose
+// inspections fall due together are thus spread evenly over the interval after one cycle, and stay spread.
+func phaseDue(earliest time.Time, interval time.Duration, key string) time.Time {
+	if interval <= 0 {
+		return earliest
+	}
+	phase := int64(spreadFraction(key) * float64(interval))
+	r := (earliest.UnixNano() - phase) % int64(interval)
+	if r < 0 {
+		r += int64(interval)
+	}
+	if r == 0 {
+		return earliest
+	}
+	return earliest.Add(interval - time.Duration(r))
+}
+
+// jitteredBackoff spreads a back-off d over [d/2, d) ("equal jitter"), fixed per key and attempt.
+func jitteredBackoff(d time.Duration, key string, attempt int32) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d/2 + time.Duration(spreadFraction(key+"/"+strconv.Itoa(int(attempt)))*float64(d/2))
 }

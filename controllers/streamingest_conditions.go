@@ -43,6 +43,8 @@ func setStreamConditions(si *deltav1.StreamIngest, st *deltav1.StreamIngestStatu
 	running := ""
 	if view.ActiveJob != "" {
 		running = "; ingest Job " + view.ActiveJob + " is running"
+	} else if view.Queued != nil {
+		running = "; the next ingest Job is " + view.Queued.Message()
 	}
 	switch {
 	case view.TargetMissing != "":

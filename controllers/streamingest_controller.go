@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -45,6 +46,7 @@ func (r *StreamIngestReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&deltav1.DeltaTable{}, handler.EnqueueRequestsFromMapFunc(r.tableToStreams),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		WatchesRawSource(r.Admission.wakeSource("StreamIngest")).
 		Complete(r)
 }
 
@@ -72,6 +74,7 @@ type streamView struct {
 	ActiveJob     string
 	Stuck         string // why the active Job's pod cannot start
 	Next          time.Time
+	Queued        *Queued // the due ingest Job waits for admission
 }
 
 // Reconcile folds the stream's finished Jobs into its status, starts the next Job when it is due, writes
@@ -181,6 +184,8 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		default:
 			job, err := r.startIngest(ctx, &si, table, st, jobs, trigger, due)
 			switch {
+			case errors.As(err, &view.Queued):
+				wake.in(view.Queued.RetryAfter)
 			case isSpecError(err):
 				view.SpecError = sanitize(err.Error(), 1024)
 				conds.set(deltav1.ConditionStalled, metav1.ConditionTrue, deltav1.ReasonInvalidSpec, view.SpecError)
@@ -201,6 +206,8 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			}
 		}
 	}
+
+	st.Queue = view.Queued.Status(1)
 
 	// 4. Prune old finished Jobs whose results the persisted status holds.
 	r.pruneIngestJobs(ctx, &si, jobs)
@@ -292,7 +299,12 @@ func (r *StreamIngestReconciler) startIngest(ctx context.Context, si *deltav1.St
 		return nil, nil
 	}
 	job := BuildJob(req)
+	ticket, err := r.Admission.Admit(admissionRequest(job, req, "StreamIngest", si, true))
+	if err != nil {
+		return nil, err
+	}
 	if err := r.Create(ctx, job); err != nil {
+		ticket.Cancel()
 		if apierrors.IsInvalid(err) {
 			return nil, specError{fmt.Errorf("the API server rejected the ingest Job built from this spec (check jobTemplate): %w", err)}
 		}

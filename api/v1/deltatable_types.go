@@ -292,6 +292,15 @@ type DeltaTableStatus struct {
 	// +listType=atomic
 	Streams []string `json:"streams,omitempty"`
 
+	// NextInspectTime is when the next periodic inspection is due. Each table has its own phase of the
+	// inspect interval (from its UID), so tables created together do not inspect together.
+	// +optional
+	NextInspectTime *metav1.Time `json:"nextInspectTime,omitempty"`
+
+	// Queue is where the object's next worker Job waits for admission, while it waits.
+	// +optional
+	Queue *QueueStatus `json:"queue,omitempty"`
+
 	// ActiveJob is the maintenance Job currently holding this table's lock, if any.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63

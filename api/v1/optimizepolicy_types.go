@@ -350,6 +350,10 @@ type OptimizePolicyStatus struct {
 	// +listMapKey=table
 	Targets []TargetStatus `json:"targets,omitempty"`
 
+	// Queue is where the policy's first waiting run stands for admission, while it waits.
+	// +optional
+	Queue *QueueStatus `json:"queue,omitempty"`
+
 	// Active lists the policy's running Jobs.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256

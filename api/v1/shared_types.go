@@ -290,3 +290,20 @@ type ShareProgress struct {
 	// +optional
 	SupersededFiles int32 `json:"supersededFiles,omitempty"`
 }
+
+// QueueStatus says where an object's waiting worker Job stands in the manager's admission queue (the
+// manager caps running worker Jobs: --max-running-jobs). Absent when nothing of the object waits.
+type QueueStatus struct {
+	// Position is the place of the object's first waiting run, 1 being next.
+	// +kubebuilder:validation:Minimum=1
+	Position int32 `json:"position"`
+	// Length is how many runs wait in all.
+	// +kubebuilder:validation:Minimum=1
+	Length int32 `json:"length"`
+	// Runs is how many of this object's runs wait (a policy slot waits once per table).
+	// +optional
+	Runs int32 `json:"runs,omitempty"`
+	// Since is when the object's first waiting run began to wait.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+}

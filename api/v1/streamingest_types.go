@@ -321,6 +321,10 @@ type StreamIngestStatus struct {
 	// +optional
 	Backlog *Backlog `json:"backlog,omitempty"`
 
+	// Queue is where the object's next worker Job waits for admission, while it waits.
+	// +optional
+	Queue *QueueStatus `json:"queue,omitempty"`
+
 	// ActiveJob is the running ingest Job, if any.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -36,7 +35,31 @@ type managerOptions struct {
 	workerImage          string
 	watchNamespaces      []string
 	allowedImages        []string
+	admission            admissionFlags
+	concurrency          int
 	zap                  zap.Options
+}
+
+// admissionFlags cap and pace the worker Jobs (controllers.Admission).
+type admissionFlags struct {
+	maxRunning, maxRunningPerNamespace, startBurst int
+	startRate                                      float64
+}
+
+// limits turns the flags into the controllers' limits, where 0 means "no limit".
+func (f admissionFlags) limits() controllers.AdmissionLimits {
+	off := func(n int) int {
+		if n <= 0 {
+			return -1
+		}
+		return n
+	}
+	rate := f.startRate
+	if rate <= 0 {
+		rate = -1
+	}
+	return controllers.AdmissionLimits{MaxRunning: off(f.maxRunning), MaxRunningPerNamespace: max(f.maxRunningPerNamespace, 0),
+		StartRate: rate, StartBurst: f.startBurst}
 }
 
 func newManagerCommand() *cobra.Command {
@@ -58,6 +81,13 @@ func newManagerCommand() *cobra.Command {
 	f.StringVar(&opts.workerImage, "worker-image", os.Getenv("DELTAKEEPER_WORKER_IMAGE"), "image of the worker Jobs (default: $DELTAKEEPER_WORKER_IMAGE, else the image of the manager's own Pod, else the release image)")
 	f.StringSliceVar(&opts.watchNamespaces, "watch-namespaces", nil, "comma-separated namespaces whose DeltaTables, OptimizePolicies and StreamIngests the manager reconciles and where it creates Jobs (default: all; a namespace-scoped install needs only Roles in these)")
 	f.StringSliceVar(&opts.allowedImages, "allowed-worker-images", nil, "comma-separated images a jobTemplate.image may name besides the worker image: exact references or prefixes ending in * (default: none)")
+	f.IntVar(&opts.admission.maxRunning, "max-running-jobs", controllers.DefaultMaxRunningJobs,
+		"most worker pods running at once, all namespaces (an Indexed Job counts its parallelism); more runs queue, oldest due first; 0: no cap")
+	f.IntVar(&opts.admission.maxRunningPerNamespace, "max-running-jobs-per-namespace", 0, "most worker pods running at once in one namespace; 0: no cap")
+	f.Float64Var(&opts.admission.startRate, "job-start-rate", controllers.DefaultJobStartRate, "worker Jobs started per second at most (a policy slot over many tables is paced); 0: unpaced")
+	f.IntVar(&opts.admission.startBurst, "job-start-burst", controllers.DefaultJobStartBurst, "worker Jobs that may start at once before --job-start-rate paces them")
+	f.IntVar(&opts.concurrency, "max-concurrent-reconciles", 4,
+		"objects of one kind reconciled at once; a reconcile mostly waits for its status write, so at 10,000 tables one at a time is the limit after a mass change")
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	opts.zap.BindFlags(goFlags)
 	f.AddGoFlagSet(goFlags)
@@ -78,6 +108,9 @@ func newScheme() (*runtime.Scheme, error) {
 func runManager(cmd *cobra.Command, opts managerOptions) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zap)))
 	log := ctrl.Log.WithName("setup")
+	if soft, source := applyMemoryLimit(os.Getenv, "/sys/fs/cgroup"); soft > 0 {
+		log.Info("Set the Go soft memory limit from the container's limit", "bytes", soft, "source", source)
+	}
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -94,7 +127,7 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 	}
 	leaseDuration, renewDeadline := 30*time.Second, 20*time.Second
 	cacheOpts := controllers.CacheOptions()
-	cacheOpts.DefaultNamespaces = watchedNamespaces(opts.watchNamespaces)
+	controllers.WatchNamespaces(&cacheOpts, opts.watchNamespaces, lockNamespace(&opts))
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
@@ -106,6 +139,7 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &leaseDuration,
 		RenewDeadline:                 &renewDeadline,
+		Controller:                    config.Controller{MaxConcurrentReconciles: max(opts.concurrency, 1)},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -120,7 +154,8 @@ func runManager(cmd *cobra.Command, opts managerOptions) error {
 		return fmt.Errorf("add ready check: %w", err)
 	}
 	log.Info("Starting manager", "version", version.Version, "workerImage", opts.workerImage, "allowedWorkerImages", opts.allowedImages,
-		"leaderElection", opts.leaderElect, "watchNamespaces", opts.watchNamespaces)
+		"leaderElection", opts.leaderElect, "watchNamespaces", opts.watchNamespaces,
+		"maxRunningJobs", opts.admission.maxRunning, "maxRunningJobsPerNamespace", opts.admission.maxRunningPerNamespace, "jobStartRate", opts.admission.startRate)
 	if err := mgr.Start(cmd.Context()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -133,7 +168,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *managerOption
 		opts.workerImage = discoverWorkerImage(ctx, mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"))
 	}
 	return controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: opts.workerImage, AllowedImages: opts.allowedImages,
-		LockNamespace: lockNamespace(opts)})
+		LockNamespace: lockNamespace(opts), Admission: opts.admission.limits()})
 }
 
 // lockNamespace is where the per-table lock Leases live: the manager's namespace (POD_NAMESPACE from the
@@ -145,22 +180,6 @@ func lockNamespace(opts *managerOptions) string {
 		}
 	}
 	return "default"
-}
-
-// watchedNamespaces limits the manager's cache, and so its reconcilers, to the namespaces of a
-// namespace-scoped install; nil watches all. Every read and watch then stays inside them, which is what
-// lets Roles in those namespaces replace the ClusterRole.
-func watchedNamespaces(namespaces []string) map[string]cache.Config {
-	if len(namespaces) == 0 {
-		return nil
-	}
-	out := make(map[string]cache.Config, len(namespaces))
-	for _, ns := range namespaces {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			out[ns] = cache.Config{}
-		}
-	}
-	return out
 }
 
 // releaseImage is the worker image when neither the flag nor the manager's own Pod names one.

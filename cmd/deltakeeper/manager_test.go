@@ -40,18 +40,3 @@ func TestDiscoverWorkerImage_UsesTheManagersOwnImage(t *testing.T) {
 		t.Errorf("managerImage by args = %q", got)
 	}
 }
-
-func TestWatchedNamespaces_EmptyWatchesAllAndListsAreTrimmed(t *testing.T) {
-	if got := watchedNamespaces(nil); got != nil {
-		t.Errorf("no namespaces: %v, want nil (all namespaces)", got)
-	}
-	got := watchedNamespaces([]string{"analytics", " sales", ""})
-	if len(got) != 2 {
-		t.Fatalf("namespaces %v, want analytics and sales", got)
-	}
-	for _, ns := range []string{"analytics", "sales"} {
-		if _, ok := got[ns]; !ok {
-			t.Errorf("namespace %s missing from %v", ns, got)
-		}
-	}
-}

@@ -18,10 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -45,11 +45,20 @@ var setLoggerOnce sync.Once
 // startManager runs the controllers for one namespace until the test ends; the lock Leases live there too.
 func startManager(t *testing.T, ns string, clk *clocktesting.FakeClock) {
 	t.Helper()
-	startManagerFor(t, []string{ns}, ns, clk)
+	startManagerWith(t, []string{ns}, ns, clk, cfg, nil)
 }
 
 // startManagerFor runs the controllers for several namespaces, with the lock Leases in lockNS.
 func startManagerFor(t *testing.T, namespaces []string, lockNS string, clk *clocktesting.FakeClock) {
+	t.Helper()
+	startManagerWith(t, namespaces, lockNS, clk, cfg, nil)
+}
+
+// startManagerWith runs the controllers for namespaces, with the lock Leases in lockNS, on restCfg (a test
+// may wrap its transport), with tune changing the controllers' configuration (admission limits).
+// It returns a function that stops the manager (a restart), which the test's cleanup also calls.
+func startManagerWith(t *testing.T, namespaces []string, lockNS string, clk *clocktesting.FakeClock, restCfg *rest.Config,
+	tune func(*controllers.Config)) (stop func()) {
 	t.Helper()
 	setLoggerOnce.Do(func() {
 		w := io.Writer(io.Discard)
@@ -59,11 +68,8 @@ func startManagerFor(t *testing.T, namespaces []string, lockNS string, clk *cloc
 		ctrl.SetLogger(zap.New(zap.WriteTo(w), zap.UseDevMode(true)))
 	})
 	cacheOpts := controllers.CacheOptions()
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-	for _, ns := range namespaces {
-		cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	controllers.WatchNamespaces(&cacheOpts, namespaces, lockNS)
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -73,18 +79,27 @@ func startManagerFor(t *testing.T, namespaces []string, lockNS string, clk *cloc
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: testWorkerImage, Clock: clk, LockNamespace: lockNS}); err != nil {
+	ctrlCfg := controllers.Config{WorkerImage: testWorkerImage, Clock: clk, LockNamespace: lockNS}
+	if tune != nil {
+		tune(&ctrlCfg)
+	}
+	if err := controllers.SetupWithManager(mgr, ctrlCfg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // controllerTest creates a namespace, a fake clock at the real now (API server timestamps are real) and a

@@ -21,7 +21,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -226,10 +225,7 @@ func impersonate(t *testing.T, sa client.ObjectKey) client.Client {
 func startManagerAs(t *testing.T, restCfg *rest.Config, namespaces []string, lockNS string) {
 	t.Helper()
 	cacheOpts := controllers.CacheOptions()
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-	for _, ns := range namespaces {
-		cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-	}
+	controllers.WatchNamespaces(&cacheOpts, namespaces, lockNS)
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,

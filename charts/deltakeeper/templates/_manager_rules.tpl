@@ -36,7 +36,9 @@ rules:
   - create
   - delete
   - get
+  - list
   - update
+  - watch
 - apiGroups:
   - deltakeeper.io
   resources:
