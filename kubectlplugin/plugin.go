@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
+	"github.com/deltakeeper/deltakeeper/worker/bytesize"
 )
 
 // PluginName is the executable name kubectl looks for on PATH (`kubectl deltakeeper` runs it).
@@ -171,16 +172,5 @@ func shortDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-// humanBytes renders a byte count in binary units.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// humanBytes renders a byte count the way every deltakeeper command prints sizes ("3.0 MiB").
+func humanBytes(n int64) string { return bytesize.Format(n) }

@@ -65,7 +65,7 @@ func TestKubectlPlugin_StatusRunHistoryExplainSuspend(t *testing.T) {
 	// status: the three kinds, health at a glance, no colour off a terminal, colour when asked.
 	out := mustPlugin(t, ns, "status")
 	wantLines(t, "status", out, "DELTATABLES", "OPTIMIZEPOLICIES", "STREAMINGESTS", "HEALTH",
-		"sales", "Ready", "nightly", "0 3 * * *", "sales-csv", "3 files, 3.0MiB", "Health: 3 Ready")
+		"sales", "Ready", "nightly", "0 3 * * *", "sales-csv", "3 files, 3.0 MiB", "Health: 3 Ready")
 	if strings.Contains(out, "\x1b[") {
 		t.Errorf("colour codes off a terminal:\n%q", out)
 	}

@@ -75,7 +75,7 @@ func (c *committer) commit(ctx context.Context, batch []*rewritten) error {
 			abortAll(ctx, batch)
 			return errors.Join(err, lerr)
 		}
-		if why := incompatible(c.base, latest); why != "" {
+		if why := delta.RewriteIncompatibility(c.base, latest); why != "" {
 			abortAll(ctx, batch)
 			return fmt.Errorf("%w; not retrying: %s", err, why)
 		}
@@ -172,32 +172,6 @@ func missingInput(snap *delta.Snapshot, b *Bin) string {
 		if _, ok := snap.File(f.Key()); !ok {
 			return f.Path
 		}
-	}
-	return ""
-}
-
-// incompatible says why outputs written for base cannot be committed on latest: they were written
-// with base's schema, partitioning and column mapping (Spark checks the partition schema).
-func incompatible(base, latest *delta.Snapshot) string {
-	a, b := base.Metadata(), latest.Metadata()
-	switch {
-	case a.SchemaString != b.SchemaString:
-		return "the table schema changed"
-	case !slices.Equal(a.PartitionColumns, b.PartitionColumns):
-		return "the partition columns changed"
-	case base.ColumnMappingMode() != latest.ColumnMappingMode():
-		return "the column mapping mode changed"
-	}
-	// Outputs carry materialized row ids only when base required them; a table that started to
-	// require them (or renamed the columns) needs a new rewrite.
-	ra, erra := base.RowTracking()
-	rb, errb := latest.RowTracking()
-	switch {
-	case erra != nil || errb != nil:
-		return "the row-tracking domain cannot be read"
-	case ra.MustPreserve() != rb.MustPreserve(),
-		rb.MustPreserve() && (ra.MaterializedRowIDColumn != rb.MaterializedRowIDColumn || ra.MaterializedRowCommitVersionColumn != rb.MaterializedRowCommitVersionColumn):
-		return "row tracking changed"
 	}
 	return ""
 }

@@ -368,31 +368,17 @@ func (c *committer) finish(err error) {
 	op.Message = strings.Join(msgs, "; ")
 }
 
-// incompatible says why outputs written for base cannot be committed on latest (compaction's and
-// clustering's rule: the schema, partitioning, column mapping and row tracking must not have changed).
+// incompatible says why outputs written for base cannot be committed on latest: compaction's and
+// clustering's rule (delta.RewriteIncompatibility), and the clustering columns, which a share's ZCubes
+// were cut by.
 func incompatible(base, latest *delta.Snapshot) string {
-	a, b := base.Metadata(), latest.Metadata()
-	switch {
-	case a.SchemaString != b.SchemaString:
-		return "the table schema changed"
-	case !slices.Equal(a.PartitionColumns, b.PartitionColumns):
-		return "the partition columns changed"
-	case base.ColumnMappingMode() != latest.ColumnMappingMode():
-		return "the column mapping mode changed"
+	if why := delta.RewriteIncompatibility(base, latest); why != "" {
+		return why
 	}
 	ca, _, erra := base.ClusteringColumnsLogical()
 	cb, _, errb := latest.ClusteringColumnsLogical()
 	if erra != nil || errb != nil || !slices.EqualFunc(ca, cb, slices.Equal[[]string]) {
 		return "the clustering columns changed"
-	}
-	ra, erra := base.RowTracking()
-	rb, errb := latest.RowTracking()
-	switch {
-	case erra != nil || errb != nil:
-		return "the row-tracking domain cannot be read"
-	case ra.MustPreserve() != rb.MustPreserve(),
-		rb.MustPreserve() && (ra.MaterializedRowIDColumn != rb.MaterializedRowIDColumn || ra.MaterializedRowCommitVersionColumn != rb.MaterializedRowCommitVersionColumn):
-		return "row tracking changed"
 	}
 	return ""
 }
