@@ -70,8 +70,8 @@ func TestOptimize_EscalatesDriftedZCubesAndLeavesTheRestUntouched(t *testing.T) 
 	qBefore := f.quality("a", "b")
 
 	// Four whole-range files over a FULL ZCube of ~50 files put the layout ~0.1 below FULL; merging
-	// the young ZCubes among themselves brings it within 0.08 without touching the FULL ZCube.
-	op := f.optimize(small(func(o *cluster.Options) { o.MaxQualityGap = 0.08 }))
+	// the young ZCubes among themselves brings it within 0.09 without touching the FULL ZCube.
+	op := f.optimize(small(func(o *cluster.Options) { o.MaxQualityGap = 0.09 }))
 	if op.Outcome != result.Succeeded || !strings.Contains(op.Message, "escalated:") || !strings.Contains(op.Message, "below FULL") {
 		t.Fatalf("op = %+v, want an escalation that says why", op)
 	}

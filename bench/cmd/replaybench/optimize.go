@@ -24,13 +24,15 @@ import (
 const freshDay = "2099-01-01"
 
 // runOptimize plans and commits an OPTIMIZE on the 1,000,000-file table, phase by phase, printing
-// one JSON line per phase with its time and the process's peak RSS so far (VmHWM) and live heap:
+// one JSON line per phase with its time and the process's peak RSS so far (VmHWM) and live heap.
+// only runs one group of phases, so that each process's peak RSS is that group's: "plan" (1, 2),
+// "append" (3), "commit" (1, 4); "" runs them all:
 //  1. load the latest snapshot;
 //  2. plan a compaction of every file (dry run: the plan bin-packs all 1,000,000 candidates);
 //  3. append `small` real files to partition freshDay (one commit each, as small writers do);
 //  4. OPTIMIZE WHERE day = freshDay: plan over every live file, rewrite the real ones, commit on the
 //     1,000,000-file snapshot.
-func runOptimize(ctx context.Context, dir string, small int) error {
+func runOptimize(ctx context.Context, dir string, small int, only string) error {
 	store, err := storage.NewLocal(dir)
 	if err != nil {
 		return err
@@ -42,19 +44,42 @@ func runOptimize(ctx context.Context, dir string, small int) error {
 		return err
 	}
 	phase("load", start, map[string]any{"files": snap.NumFiles()})
+	if only == "" || only == "plan" {
+		if err := planAll(ctx, snap); err != nil || only == "plan" {
+			return err
+		}
+	}
+	if only == "" || only == "append" {
+		if err := appendSmall(ctx, tbl, small); err != nil || only == "append" {
+			return err
+		}
+		start = time.Now()
+		if snap, err = tbl.Latest(ctx); err != nil {
+			return err
+		}
+		phase("reload", start, map[string]any{"files": snap.NumFiles()})
+	}
+	return commitWhere(ctx, tbl, snap)
+}
 
-	start = time.Now()
+// planAll plans a compaction of every file (dry run).
+func planAll(ctx context.Context, snap *delta.Snapshot) error {
+	start := time.Now()
 	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{DryRun: true, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
 	if err != nil {
 		return err
 	}
 	n, bytes := rep.Plan.Files()
 	phase("plan-all", start, map[string]any{"bins": len(rep.Plan.Bins), "files": n, "bytes": bytes, "msg": rep.Op.Message})
-	rep = nil //nolint:ineffassign // let the plan go before the next phase
+	return nil
+}
 
-	start = time.Now()
+// appendSmall appends small real files to partition freshDay, one commit each.
+func appendSmall(ctx context.Context, tbl *delta.Table, small int) error {
+	start := time.Now()
 	for i := range small {
-		if snap, err = tbl.Latest(ctx); err != nil {
+		snap, err := tbl.Latest(ctx)
+		if err != nil {
 			return err
 		}
 		if _, err := table.Append(ctx, snap, freshRows(i, 5000), table.WriteOptions{TargetFileSize: 1 << 40}); err != nil {
@@ -62,16 +87,18 @@ func runOptimize(ctx context.Context, dir string, small int) error {
 		}
 	}
 	phase("append", start, map[string]any{"files": small})
+	return nil
+}
 
+// commitWhere compacts partition freshDay: the plan considers every live file, the commit lands on the
+// 1,000,000-file snapshot.
+func commitWhere(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot) error {
 	where, err := expr.Parse("day = '" + freshDay + "'")
 	if err != nil {
 		return err
 	}
-	start = time.Now()
-	if snap, err = tbl.Latest(ctx); err != nil {
-		return err
-	}
-	rep, err = optimize.RunSnapshot(ctx, snap, optimize.Options{Where: where, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
+	start := time.Now()
+	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{Where: where, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
 	if err != nil {
 		return err
 	}
