@@ -124,6 +124,8 @@ func maintainArgs(p *deltav1.OptimizePolicy, table *deltav1.DeltaTable) (args []
 		if c := s.Clustering; c != nil {
 			if c.Mode == deltav1.ClusteringFull {
 				args = append(args, "--full")
+			} else if c.MaxQualityGap != nil {
+				args = append(args, "--max-quality-gap", formatFloat(*c.MaxQualityGap))
 			}
 			if ar := c.AutoRecluster; ar != nil {
 				on := ar.Enabled == nil || *ar.Enabled

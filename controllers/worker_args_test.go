@@ -64,7 +64,7 @@ func TestMaintainArgs_FollowsEnabledStepsInOrder(t *testing.T) {
 			spec: deltav1.OptimizePolicySpec{
 				Compaction: &deltav1.CompactionSpec{TargetFileSize: q("512Mi"), MinFileSize: q("64Mi"),
 					MaxDeletedRowsRatio: ptr.To(0.05), Where: "date >= '2024-01-01'"},
-				Clustering: &deltav1.ClusteringSpec{Mode: deltav1.ClusteringFull, AutoRecluster: &deltav1.AutoReclusterSpec{
+				Clustering: &deltav1.ClusteringSpec{Mode: deltav1.ClusteringFull, MaxQualityGap: ptr.To(0.05), AutoRecluster: &deltav1.AutoReclusterSpec{
 					MinOffendingFiles: ptr.To[int32](4), MinOverlapThreshold: ptr.To(0.75)}},
 				Vacuum:     &deltav1.VacuumSpec{Retention: &metav1.Duration{Duration: 168 * time.Hour}, AllowShortRetention: true, Mode: deltav1.VacuumLite, DryRun: true},
 				Checkpoint: &deltav1.CheckpointSpec{LogCleanup: ptr.To(false)},
@@ -88,10 +88,11 @@ func TestMaintainArgs_FollowsEnabledStepsInOrder(t *testing.T) {
 			wantOps: []deltav1.Operation{deltav1.OperationOptimize},
 		},
 		{
-			name: "clustering by the table's inspected columns, auto-recluster off",
+			name: "clustering by the table's inspected columns, a quality bound, auto-recluster off",
 			spec: deltav1.OptimizePolicySpec{
 				Compaction: &deltav1.CompactionSpec{Enabled: ptr.To(false)},
-				Clustering: &deltav1.ClusteringSpec{AutoRecluster: &deltav1.AutoReclusterSpec{Enabled: ptr.To(false), MinOffendingFiles: ptr.To[int32](9)}},
+				Clustering: &deltav1.ClusteringSpec{MaxQualityGap: ptr.To(0.1),
+					AutoRecluster: &deltav1.AutoReclusterSpec{Enabled: ptr.To(false), MinOffendingFiles: ptr.To[int32](9)}},
 				Checkpoint: &deltav1.CheckpointSpec{Enabled: ptr.To(false)},
 			},
 			table: func() *deltav1.DeltaTable {
@@ -99,7 +100,7 @@ func TestMaintainArgs_FollowsEnabledStepsInOrder(t *testing.T) {
 				t.Status.ClusteringColumns = []string{"c"}
 				return t
 			}(),
-			want:    "maintain s3://lakehouse/sales/t --cluster --auto-recluster=false",
+			want:    "maintain s3://lakehouse/sales/t --cluster --max-quality-gap 0.1 --auto-recluster=false",
 			wantOps: []deltav1.Operation{deltav1.OperationCluster},
 		},
 		{

@@ -15,6 +15,8 @@ const (
 	DefaultMinOffendingFiles int32 = 4
 	// DefaultMinOverlapThreshold: see DefaultMinOffendingFiles.
 	DefaultMinOverlapThreshold = 0.75
+	// DefaultMaxQualityGap bounds incremental clustering's drift below FULL (worker/cluster's default).
+	DefaultMaxQualityGap = 0.05
 	// DefaultVacuumRetention is Delta's delta.deletedFileRetentionDuration.
 	DefaultVacuumRetention = 7 * 24 * time.Hour
 	// DefaultInspectInterval is how often tables are re-inspected.

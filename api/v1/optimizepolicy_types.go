@@ -231,6 +231,15 @@ type ClusteringSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	AutoRecluster *AutoReclusterSpec `json:"autoRecluster,omitempty"`
+
+	// MaxQualityGap bounds how far Incremental clustering may drift below what Full clustering reaches on
+	// the same data (skipping effectiveness on any clustering column, docs/clustering-quality.md): a run
+	// that would leave the layout further below also reclusters the drifted ZCubes, smallest first (a
+	// partial Full), and its result says which and why. In (0, 1]; 1 never escalates.
+	// +optional
+	// +kubebuilder:default=0.05
+	// +kubebuilder:validation:XValidation:rule="self > 0.0 && self <= 1.0",message="maxQualityGap must be in (0, 1.0]"
+	MaxQualityGap *float64 `json:"maxQualityGap,omitempty"`
 }
 
 // AutoReclusterSpec configures the detection of overlapping clustered files.

@@ -44,6 +44,7 @@ func TestAPIServer_AppliesDefaultsThatMatchTheGoConstants(t *testing.T) {
 		{"autoRecluster.enabled", deref(s.Clustering.AutoRecluster.Enabled), true},
 		{"autoRecluster.minOffendingFiles", deref(s.Clustering.AutoRecluster.MinOffendingFiles), deltav1.DefaultMinOffendingFiles},
 		{"autoRecluster.minOverlapThreshold", deref(s.Clustering.AutoRecluster.MinOverlapThreshold), deltav1.DefaultMinOverlapThreshold},
+		{"clustering.maxQualityGap", deref(s.Clustering.MaxQualityGap), deltav1.DefaultMaxQualityGap},
 		{"checkpoint.enabled", deref(s.Checkpoint.Enabled), true},
 		{"checkpoint.logCleanup", deref(s.Checkpoint.LogCleanup), true},
 		{"successfulRunsHistoryLimit", deref(s.SuccessfulRunsHistoryLimit), deltav1.DefaultSuccessfulRunsHistoryLimit},

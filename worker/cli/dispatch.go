@@ -22,6 +22,7 @@ type clusterFlags struct {
 	autoRecluster       bool
 	minOffendingFiles   int
 	minOverlapThreshold float64
+	maxQualityGap       float64
 	memoryLimit         string
 	tmpDir              string
 }
@@ -34,12 +35,13 @@ func (f *clusterFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.autoRecluster, "auto-recluster", true, "also recluster groups of clustered files stacked over a common region")
 	fs.IntVar(&f.minOffendingFiles, "min-offending-files", 0, "smallest group of overlapping clustered files worth reclustering (default 4)")
 	fs.Float64Var(&f.minOverlapThreshold, "min-overlap-threshold", 0, "overlap score above which two clustered files overlap, in (0.25, 1] (default 0.75)")
+	fs.Float64Var(&f.maxQualityGap, "max-quality-gap", 0, "largest forecast skipping gap to FULL an incremental run may leave; beyond it the drifted ZCubes are reclustered too, in (0, 1], 1 never (default 0.05)")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory for sorting rows along the curve (512m, 2g, 2Gi: powers of 1024); beyond it the sort spills to --tmp-dir (default: half of GOMEMLIMIT when set)")
 	fs.StringVar(&f.tmpDir, "tmp-dir", "", "directory for spill files (default: $TMPDIR; Jobs give it an emptyDir)")
 }
 
 // clusteringOnly lists the flags that only mean something for a clustered table.
-var clusteringOnly = []string{"full", "incremental", "auto-recluster", "min-offending-files", "min-overlap-threshold"}
+var clusteringOnly = []string{"full", "incremental", "auto-recluster", "min-offending-files", "min-overlap-threshold", "max-quality-gap"}
 
 func (f *clusterFlags) changed(fs *pflag.FlagSet) string {
 	for _, n := range append(clusteringOnly, "memory-limit", "tmp-dir") {
@@ -80,7 +82,7 @@ func clusterOptions(cf clusterFlags, opts optimize.Options) (cluster.Options, er
 	}
 	return cluster.Options{
 		TargetFileSize: opts.TargetFileSize, Full: cf.full || !cf.incremental, AutoRecluster: cf.autoRecluster,
-		MinOffendingFiles: cf.minOffendingFiles, MinOverlapThreshold: cf.minOverlapThreshold,
+		MinOffendingFiles: cf.minOffendingFiles, MinOverlapThreshold: cf.minOverlapThreshold, MaxQualityGap: cf.maxQualityGap,
 		MemoryLimit: memory, TempDir: cf.tmpDir, Parallelism: opts.Parallelism, DryRun: opts.DryRun,
 	}, nil
 }

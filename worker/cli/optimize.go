@@ -42,7 +42,9 @@ the materialized columns the table names (delta.rowTracking.materialized*ColumnN
 On a clustered table optimize runs incremental liquid clustering instead: it rewrites only unclustered,
 small and deletion-heavy files plus groups of clustered files stacked over a common region, sorted along a
 Hilbert curve (Z-order for one column); --full (or --incremental=false) reclusters everything, and
---auto-recluster, --min-offending-files and --min-overlap-threshold tune the overlap rule. Sorting beyond
+--auto-recluster, --min-offending-files and --min-overlap-threshold tune the overlap rule. When the layout
+a run would leave is forecast more than --max-quality-gap (default 0.05) below what --full reaches, the
+drifted ZCubes are reclustered too (a partial FULL) and the step's message says which. Sorting beyond
 --memory-limit spills to --tmp-dir. --zorder-by a,b Z-orders the selected partitions of an unclustered table.`,
 		Example: `  deltakeeper optimize ./orders
   deltakeeper optimize ./orders --dry-run

@@ -194,9 +194,12 @@ func zcubeOf(t *testing.T, a *delta.AddFile) (string, []string) {
 	return a.Tags[cluster.TagZCubeID], by
 }
 
+// opts are the defaults at a small target, without the quality bound (MaxQualityGap 1 never
+// escalates): the tests of the selection rules see them alone; drift_test.go tests the bound.
 func opts(mod func(*cluster.Options)) cluster.Options {
 	o := cluster.DefaultOptions()
 	o.TargetFileSize = 64 << 10
+	o.MaxQualityGap = 1
 	if mod != nil {
 		mod(&o)
 	}

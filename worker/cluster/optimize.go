@@ -53,6 +53,10 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 	if err != nil {
 		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
 	}
+	esc, err := escalate(snap, logical, names, opts, target, sel)
+	if err != nil {
+		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
+	}
 	mode := "incremental"
 	if opts.Full {
 		mode = "full"
@@ -65,7 +69,7 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 		}
 		return finish(nil)
 	}
-	run := &liquidRun{tbl: tbl, keys: keys, logical: logical, names: names, mode: mode, opts: opts, target: target, progress: progress}
+	run := &liquidRun{tbl: tbl, keys: keys, logical: logical, names: names, mode: mode, opts: opts, target: target, progress: progress, esc: esc}
 	if opts.DryRun {
 		op.Outcome = result.Succeeded
 		op.Message = "dry run: would rewrite " + run.describe(sel)

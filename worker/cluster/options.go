@@ -26,6 +26,11 @@ type Options struct {
 	// MinOverlapThreshold is the pair score above which two clustered files overlap, in (0.25, 1.0]
 	// (0 means DefaultMinOverlapThreshold).
 	MinOverlapThreshold float64
+	// MaxQualityGap bounds the drift of incremental clustering: when the layout a run would leave is
+	// forecast to be more than this below what FULL reaches on the same data (skipping effectiveness,
+	// on any clustering column), the run also reclusters the drifted ZCubes, smallest first, until it is
+	// not (escalate). In (0, 1]; 1 never escalates; 0 means DefaultMaxQualityGap.
+	MaxQualityGap float64
 	// MemoryLimit bounds the rows held in memory for sorting; more data spills to TempDir
 	// (0 means DefaultMemoryLimit).
 	MemoryLimit int64
@@ -42,6 +47,8 @@ const (
 	DefaultMinOffendingFiles   = 4
 	DefaultMinOverlapThreshold = 0.75
 	DefaultMemoryLimit         = 1 << 30
+	// DefaultMaxQualityGap keeps incremental clustering within 0.05 of FULL's skipping effectiveness.
+	DefaultMaxQualityGap = 0.05
 	// MaxDeletedRowsRatio: a file whose deletion vector hides more than this share of its rows is
 	// rewritten to purge them (Delta's spark.databricks.delta.optimize.maxDeletedRowsRatio).
 	MaxDeletedRowsRatio = 0.05
@@ -51,7 +58,8 @@ const (
 
 // DefaultOptions are incremental clustering with auto-recluster, Fabric's defaults.
 func DefaultOptions() Options {
-	return Options{AutoRecluster: true, MinOffendingFiles: DefaultMinOffendingFiles, MinOverlapThreshold: DefaultMinOverlapThreshold}
+	return Options{AutoRecluster: true, MinOffendingFiles: DefaultMinOffendingFiles, MinOverlapThreshold: DefaultMinOverlapThreshold,
+		MaxQualityGap: DefaultMaxQualityGap}
 }
 
 // withDefaults fills zero values and validates.
@@ -61,6 +69,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MinOverlapThreshold == 0 {
 		o.MinOverlapThreshold = DefaultMinOverlapThreshold
+	}
+	if o.MaxQualityGap == 0 {
+		o.MaxQualityGap = DefaultMaxQualityGap
+	}
+	if !(o.MaxQualityGap > 0 && o.MaxQualityGap <= 1) {
+		return o, fmt.Errorf("max quality gap must be in (0, 1], got %v", o.MaxQualityGap)
 	}
 	if o.MemoryLimit == 0 {
 		o.MemoryLimit = DefaultMemoryLimit

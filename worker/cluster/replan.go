@@ -41,6 +41,10 @@ type liquidRun struct {
 	target   int64
 	progress func(string)
 
+	// esc is what the quality check escalated (nil: nothing); a re-plan keeps the escalated files
+	// that are still live.
+	esc *escalation
+
 	replans      int
 	droppedFiles int // inputs of abandoned attempts that were no longer live when re-planning
 }
@@ -117,9 +121,13 @@ func (r *liquidRun) replan(latest *delta.Snapshot, inputs []*delta.AddFile) (*se
 		return nil, result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", r.tbl.Location(), err))
 	}
 	live := map[delta.FileKey]bool{}
+	var escalated []*delta.AddFile
 	for _, f := range inputs {
 		if cur, ok := latest.File(f.Key()); ok && cur.Size == f.Size {
 			live[f.Key()] = true
+			if r.esc != nil && r.esc.keys[f.Key()] {
+				escalated = append(escalated, cur)
+			}
 		}
 	}
 	r.replans++
@@ -129,11 +137,23 @@ func (r *liquidRun) replan(latest *delta.Snapshot, inputs []*delta.AddFile) (*se
 	if err != nil {
 		return nil, result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", r.tbl.Location(), err))
 	}
+	// Files the quality check escalated are well clustered on their own: the selection rules alone
+	// would drop them, so the ones still live are carried over.
+	for _, f := range escalated {
+		if !slices.Contains(sel.files, f) {
+			sel.files = append(sel.files, f)
+			sel.escalated++
+		}
+	}
 	return sel, nil
 }
 
 func (r *liquidRun) describe(sel *selection) string {
-	return fmt.Sprintf("%s clustering by %s: %s (%d bytes)", r.mode, strings.Join(r.names, ", "), sel.describe(), sel.bytes())
+	plan := fmt.Sprintf("%s clustering by %s: %s (%d bytes)", r.mode, strings.Join(r.names, ", "), sel.describe(), sel.bytes())
+	if r.esc != nil {
+		plan += "; " + r.esc.describe(r.opts.MaxQualityGap)
+	}
+	return plan
 }
 
 func (r *liquidRun) replanNote() string {

@@ -15,6 +15,7 @@ type selection struct {
 	// Counts by reason (a file is counted under the first reason that selected it).
 	unclustered, otherColumns, small, deleted, overlapping int
 	groups                                                 int
+	escalated                                              int // clustered files added by escalate
 	foreign                                                int // files of another clustering provider, left alone
 }
 
@@ -38,6 +39,7 @@ func (s *selection) describe() string {
 	add(s.small, "small")
 	add(s.deleted, "with many deleted rows")
 	add(s.overlapping, fmt.Sprintf("overlapping in %d group(s)", s.groups))
+	add(s.escalated, "drifted (escalated)")
 	if len(parts) == 0 {
 		return "no files"
 	}

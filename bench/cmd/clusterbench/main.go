@@ -7,6 +7,7 @@
 //	clusterbench duck -table DIR -threads T -out DIR       DuckDB ORDER BY k1, k2 of the same files
 //	clusterbench incr -table DIR -cycles C -pct P -files F append P% of the rows in F files, optimize,
 //	                                                       compare with FULL on a copy; C times
+//	clusterbench ref  -table DIR -work DIR -version V      FULL on a copy as of version V (incr -full-every 0)
 package main
 
 import (
@@ -31,7 +32,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: clusterbench gen|full|duck|incr [flags]")
 		os.Exit(2)
 	}
-	cmds := map[string]func([]string) error{"gen": cmdGen, "full": cmdFull, "duck": cmdDuck, "incr": cmdIncr}
+	cmds := map[string]func([]string) error{"gen": cmdGen, "full": cmdFull, "duck": cmdDuck, "incr": cmdIncr, "ref": cmdRef}
 	cmd, ok := cmds[os.Args[1]]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "clusterbench: unknown step %q\n", os.Args[1])

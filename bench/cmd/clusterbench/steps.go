@@ -25,10 +25,11 @@ func clusterOptions(fs *flag.FlagSet) func() cluster.Options {
 	tmp := fs.String("tmp-dir", "", "spill directory")
 	minOff := fs.Int("min-offending-files", cluster.DefaultMinOffendingFiles, "auto-recluster: smallest group")
 	minOverlap := fs.Float64("min-overlap-threshold", cluster.DefaultMinOverlapThreshold, "auto-recluster: pair score threshold")
+	maxGap := fs.Float64("max-quality-gap", cluster.DefaultMaxQualityGap, "escalate when the forecast gap to FULL exceeds it (1: never)")
 	return func() cluster.Options {
 		runtime.GOMAXPROCS(*threads)
 		o := cluster.DefaultOptions()
-		o.MinOffendingFiles, o.MinOverlapThreshold = *minOff, *minOverlap
+		o.MinOffendingFiles, o.MinOverlapThreshold, o.MaxQualityGap = *minOff, *minOverlap, *maxGap
 		o.TargetFileSize, o.Parallelism, o.MemoryLimit, o.TempDir = *target, *threads, *mem, *tmp
 		return o
 	}

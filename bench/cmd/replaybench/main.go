@@ -6,6 +6,7 @@
 //	replaybench gen  -dir D [-files 1000000 -commits 100]   write the table's log
 //	replaybench run  -dir D [-runs 3]                        measure both, print a Markdown table
 //	replaybench load|duck|duck-stats -dir D                  one measurement (used by run)
+//	replaybench optimize -dir D [-small 20] [-only P]        plan and commit an OPTIMIZE on the table (it changes it)
 package main
 
 import (
@@ -45,6 +46,8 @@ func main() {
 	files := fs.Int("files", 1_000_000, "live files at the latest version")
 	commits := fs.Int("commits", 100, "JSON commits after the checkpoint")
 	runs := fs.Int("runs", 3, "measurements per tool")
+	only := fs.String("only", "", "optimize: plan | append | commit (one group of phases per process)")
+	small := fs.Int("small", 20, "optimize: real small files appended to a fresh partition and compacted")
 	threads := fs.Int("duck-threads", 0, "DuckDB threads (0 = DuckDB's default, all cores)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measurement (load) to this file")
 	fs.Parse(os.Args[2:])
@@ -75,6 +78,8 @@ func main() {
 		err = emit(loadDuck(*dir, *threads, false))
 	case "duck-stats":
 		err = emit(loadDuck(*dir, *threads, true))
+	case "optimize":
+		err = runOptimize(ctx, *dir, *small, *only)
 	case "run":
 		err = runAll(*dir, *runs, *threads)
 	default:
