@@ -15,11 +15,15 @@ type prepared struct {
 	keyIdx  []int
 	live    []bool // false: dropped by deduplication
 	deleted []bool // true delete marker
-	byKey   map[string][]int32
-	// byLong indexes the same rows by value when the key is one integer column: the columnar
-	// fast path of matchFile probes it without building a string per target row.
-	byLong  map[int64][]int32
-	deduped int64
+	// byKey indexes the live rows by keyOf, byLong instead when the key is one integer column (the
+	// columnar fast path of matchFile probes it without building a string per target row): the first
+	// live row of each non-null key, and next chains the others (-1 ends a chain).
+	byKey  map[string]int32
+	byLong map[int64]int32
+	next   []int32
+	// tupleIdx is 0..len(keyIdx)-1: the positions of the key columns in a key tuple.
+	tupleIdx []int
+	deduped  int64
 }
 
 // prepare resolves the key, delete-marker and order-by columns against the write schema (every one
@@ -75,24 +79,11 @@ func prepare(src *srcRows, schema *types.StructType, width int, o *Options, tabl
 			return nil, err
 		}
 	}
-	if len(p.keyIdx) == 1 && integral(schema.Fields[p.keyIdx[0]].Type) {
-		p.byLong = map[int64][]int32{}
-		for n, r := range src.rows {
-			if v, ok := types.AsInt64(r[p.keyIdx[0]]); ok && p.live[n] {
-				p.byLong[v] = append(p.byLong[v], int32(n))
-			}
-		}
-	}
-	if len(p.keyIdx) > 0 {
-		p.byKey = map[string][]int32{}
-		for n, r := range src.rows {
-			if !p.live[n] {
-				continue
-			}
-			if k, ok := keyOf(r, p.keyIdx); ok {
-				p.byKey[k] = append(p.byKey[k], int32(n))
-			}
-		}
+	p.tupleIdx = identity(len(p.keyIdx))
+	if p.longKey() {
+		p.byLong, p.next = indexRows(p, p.longOf)
+	} else if len(p.keyIdx) > 0 {
+		p.byKey, p.next = indexRows(p, p.stringOf)
 	}
 	return p, nil
 }
@@ -100,9 +91,16 @@ func prepare(src *srcRows, schema *types.StructType, width int, o *Options, tabl
 // dedup keeps, per non-null key, the row with the greatest order-by value (nulls first; the later
 // row wins a tie). Rows with a null key are all kept: they never match, so they never collide.
 func (p *prepared) dedup(orderIdx int) error {
-	best := map[string]int{}
+	if p.longKey() {
+		return dedupBy(p, orderIdx, p.longOf)
+	}
+	return dedupBy(p, orderIdx, p.stringOf)
+}
+
+func dedupBy[K comparable](p *prepared, orderIdx int, key func(types.Struct) (K, bool)) error {
+	best := map[K]int{}
 	for n, r := range p.src.rows {
-		k, ok := keyOf(r, p.keyIdx)
+		k, ok := key(r)
 		if !ok {
 			continue
 		}
@@ -132,6 +130,84 @@ func (p *prepared) dedup(orderIdx int) error {
 		p.deduped++
 	}
 	return nil
+}
+
+// indexRows maps each non-null key of the live rows to its first row and chains the rows after it.
+func indexRows[K comparable](p *prepared, key func(types.Struct) (K, bool)) (map[K]int32, []int32) {
+	first := make(map[K]int32, len(p.src.rows))
+	last := map[K]int32{} // only keys seen twice
+	next := make([]int32, len(p.src.rows))
+	for n, r := range p.src.rows {
+		next[n] = -1
+		if !p.live[n] {
+			continue
+		}
+		k, ok := key(r)
+		if !ok {
+			continue
+		}
+		f, seen := first[k]
+		if !seen {
+			first[k] = int32(n)
+			continue
+		}
+		tail, ok := last[k]
+		if !ok {
+			tail = f
+		}
+		next[tail] = int32(n)
+		last[k] = int32(n)
+	}
+	return first, next
+}
+
+// longKey reports whether the key is one integer column (indexed by value in byLong).
+func (p *prepared) longKey() bool {
+	return len(p.keyIdx) == 1 && integral(p.schema.Fields[p.keyIdx[0]].Type)
+}
+
+func (p *prepared) longOf(r types.Struct) (int64, bool) { return types.AsInt64(r[p.keyIdx[0]]) }
+
+func (p *prepared) stringOf(r types.Struct) (string, bool) { return keyOf(r, p.keyIdx) }
+
+// lookup finds the batch's live rows with the key tuple t (in key order): the first, and how many
+// there are (0: none; more than 1 is the error of a target row matched twice).
+func (p *prepared) lookup(t types.Struct) (int32, int) {
+	var first int32
+	var ok bool
+	if p.byLong != nil {
+		v, isInt := types.AsInt64(t[0])
+		if !isInt {
+			return 0, 0
+		}
+		first, ok = p.byLong[v]
+	} else {
+		k, notNull := keyOf(t, p.tupleIdx)
+		if !notNull {
+			return 0, 0
+		}
+		first, ok = p.byKey[k]
+	}
+	if !ok {
+		return 0, 0
+	}
+	return first, p.chainLen(first)
+}
+
+func (p *prepared) chainLen(first int32) int {
+	n := 1
+	for s := p.next[first]; s >= 0; s = p.next[s] {
+		n++
+	}
+	return n
+}
+
+func identity(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
 }
 
 // integral reports whether a column holds byte, short, integer or long values (read as long by the
