@@ -362,10 +362,14 @@ func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructTyp
 		vec := b.Column(0)
 		for i := range b.Len() {
 			at := pos + int64(i)
-			if vec.IsNull(i) || (deleted != nil && deleted.Contains(uint64(at))) {
+			if vec.IsNull(i) {
 				continue
 			}
-			if first, ok := p.byLong[vec.Long(i)]; ok {
+			v := vec.Long(i)
+			if !p.mayHoldLong(v) || (deleted != nil && deleted.Contains(uint64(at))) {
+				continue
+			}
+			if first, ok := p.byLong[v]; ok {
 				visit(at, first, p.chainLen(first))
 			}
 		}

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -21,6 +22,12 @@ type prepared struct {
 	byKey  map[string]int32
 	byLong map[int64]int32
 	next   []int32
+	// longBits has a bit per value of [longMin, longMin+longSpan) set for the keys of byLong, when
+	// that range is small enough: the columnar match tests it before probing the map, so the target
+	// rows whose key the batch lacks (most of them) cost no hash lookup.
+	longBits []uint64
+	longMin  int64
+	longSpan uint64
 	// tupleIdx is 0..len(keyIdx)-1: the positions of the key columns in a key tuple.
 	tupleIdx []int
 	deduped  int64
@@ -82,6 +89,7 @@ func prepare(src *srcRows, schema *types.StructType, width int, o *Options, tabl
 	p.tupleIdx = identity(len(p.keyIdx))
 	if p.longKey() {
 		p.byLong, p.next = indexRows(p, p.longOf)
+		p.indexBits()
 	} else if len(p.keyIdx) > 0 {
 		p.byKey, p.next = indexRows(p, p.stringOf)
 	}
@@ -159,6 +167,42 @@ func indexRows[K comparable](p *prepared, key func(types.Struct) (K, bool)) (map
 		last[k] = int32(n)
 	}
 	return first, next
+}
+
+// maxBitsPerKey and maxKeyBits bound the bit set of the integer keys' range: 64 bits per distinct
+// key or 8 MiB, whichever is larger.
+const (
+	maxBitsPerKey = 64
+	maxKeyBits    = 1 << 26
+)
+
+func (p *prepared) indexBits() {
+	if len(p.byLong) == 0 {
+		return
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for k := range p.byLong {
+		lo, hi = min(lo, k), max(hi, k)
+	}
+	span := uint64(hi) - uint64(lo) + 1
+	if span == 0 || span > max(maxKeyBits, maxBitsPerKey*uint64(len(p.byLong))) {
+		return
+	}
+	p.longMin, p.longSpan = lo, span
+	p.longBits = make([]uint64, (span+63)/64)
+	for k := range p.byLong {
+		d := uint64(k) - uint64(lo)
+		p.longBits[d>>6] |= 1 << (d & 63)
+	}
+}
+
+// mayHoldLong is false when the batch surely has no row with key v (the bit set says so).
+func (p *prepared) mayHoldLong(v int64) bool {
+	if p.longBits == nil {
+		return true
+	}
+	d := uint64(v) - uint64(p.longMin)
+	return d < p.longSpan && p.longBits[d>>6]&(1<<(d&63)) != 0
 }
 
 // longKey reports whether the key is one integer column (indexed by value in byLong).
