@@ -284,7 +284,7 @@ func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *p
 		}
 		return m, dupErr
 	}
-	if p.byLong != nil && len(fromFile) == 1 {
+	if p.longKey() && len(fromFile) == 1 {
 		done, err := matchLongs(ctx, pf, fileSchema, deleted, p, record)
 		if err != nil {
 			return nil, fmt.Errorf("data file %s: %w", f.Path, err)
@@ -339,7 +339,7 @@ func visitSrcs(m *fileMatch, p *prepared, f *delta.AddFile, dupErr *error) func(
 }
 
 // matchLongs is matchFile's fast path for one integer key column: the column is decoded as a vector
-// of longs and probed in byLong, with no row values or string keys built. done=false means the
+// of longs and probed in the batch's integer key index (findLong), with no row values or string keys built. done=false means the
 // columnar reader does not take the file's layout (the caller reads rows instead).
 func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructType, deleted *roaring64.Bitmap, p *prepared, visit func(int64, int32, int)) (bool, error) {
 	cr, err := pf.Columns(ctx, schema, parquetio.ColumnOptions{})
@@ -365,11 +365,8 @@ func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructTyp
 			if vec.IsNull(i) {
 				continue
 			}
-			v := vec.Long(i)
-			if !p.mayHoldLong(v) || (deleted != nil && deleted.Contains(uint64(at))) {
-				continue
-			}
-			if first, ok := p.byLong[v]; ok {
+			first, ok := p.findLong(vec.Long(i))
+			if ok && (deleted == nil || !deleted.Contains(uint64(at))) {
 				visit(at, first, p.chainLen(first))
 			}
 		}

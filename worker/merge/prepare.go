@@ -3,6 +3,7 @@ package merge
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -22,12 +23,15 @@ type prepared struct {
 	byKey  map[string]int32
 	byLong map[int64]int32
 	next   []int32
-	// longBits has a bit per value of [longMin, longMin+longSpan) set for the keys of byLong, when
-	// that range is small enough: the columnar match tests it before probing the map, so the target
-	// rows whose key the batch lacks (most of them) cost no hash lookup.
-	longBits []uint64
-	longMin  int64
-	longSpan uint64
+	// longBits has a bit per value of [longMin, longMin+longSpan) set for the keys of the batch,
+	// when that range is small enough; then byLong is dropped for longFirst, the first row of each key
+	// in key order, found by the key's rank (longRank: the set bits before each word). The columnar
+	// match of a target row is then a bit test and, for a key of the batch, a popcount: no hashing.
+	longBits  []uint64
+	longRank  []uint32
+	longFirst []int32
+	longMin   int64
+	longSpan  uint64
 	// tupleIdx is 0..len(keyIdx)-1: the positions of the key columns in a key tuple.
 	tupleIdx []int
 	deduped  int64
@@ -88,8 +92,9 @@ func prepare(src *srcRows, schema *types.StructType, width int, o *Options, tabl
 	}
 	p.tupleIdx = identity(len(p.keyIdx))
 	if p.longKey() {
-		p.byLong, p.next = indexRows(p, p.longOf)
-		p.indexBits()
+		if !p.indexLongsDense() {
+			p.byLong, p.next = indexRows(p, p.longOf)
+		}
 	} else if len(p.keyIdx) > 0 {
 		p.byKey, p.next = indexRows(p, p.stringOf)
 	}
@@ -169,40 +174,84 @@ func indexRows[K comparable](p *prepared, key func(types.Struct) (K, bool)) (map
 	return first, next
 }
 
-// maxBitsPerKey and maxKeyBits bound the bit set of the integer keys' range: 64 bits per distinct
-// key or 8 MiB, whichever is larger.
+// maxBitsPerKey and maxKeyBits bound the bit set of the integer keys' range: 64 bits per batch
+// row or 8 MiB, whichever is larger.
 const (
 	maxBitsPerKey = 64
 	maxKeyBits    = 1 << 26
 )
 
-func (p *prepared) indexBits() {
-	if len(p.byLong) == 0 {
-		return
-	}
+// indexLongsDense indexes an integer key by the bit set over its range when the range is small
+// enough (false otherwise): the bits, their ranks, and the first row of each key with the others
+// chained after it, in three passes over the rows and without a map.
+func (p *prepared) indexLongsDense() bool {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for k := range p.byLong {
-		lo, hi = min(lo, k), max(hi, k)
+	rows := 0
+	for n, r := range p.src.rows {
+		if v, ok := p.longOf(r); ok && p.live[n] {
+			lo, hi = min(lo, v), max(hi, v)
+			rows++
+		}
+	}
+	if rows == 0 {
+		return false
 	}
 	span := uint64(hi) - uint64(lo) + 1
-	if span == 0 || span > max(maxKeyBits, maxBitsPerKey*uint64(len(p.byLong))) {
-		return
+	if span == 0 || span > max(maxKeyBits, maxBitsPerKey*uint64(rows)) {
+		return false
 	}
 	p.longMin, p.longSpan = lo, span
 	p.longBits = make([]uint64, (span+63)/64)
-	for k := range p.byLong {
-		d := uint64(k) - uint64(lo)
-		p.longBits[d>>6] |= 1 << (d & 63)
+	for n, r := range p.src.rows {
+		if v, ok := p.longOf(r); ok && p.live[n] {
+			d := uint64(v) - uint64(lo)
+			p.longBits[d>>6] |= 1 << (d & 63)
+		}
 	}
+	p.longRank = make([]uint32, len(p.longBits))
+	var distinct uint32
+	for w, b := range p.longBits {
+		p.longRank[w] = distinct
+		distinct += uint32(bits.OnesCount64(b))
+	}
+	p.longFirst = make([]int32, distinct)
+	tail := make([]int32, distinct)
+	for i := range p.longFirst {
+		p.longFirst[i] = -1
+	}
+	p.next = make([]int32, len(p.src.rows))
+	for n, r := range p.src.rows {
+		p.next[n] = -1
+		v, ok := p.longOf(r)
+		if !ok || !p.live[n] {
+			continue
+		}
+		k := p.rank(uint64(v) - uint64(lo))
+		if p.longFirst[k] < 0 {
+			p.longFirst[k] = int32(n)
+		} else {
+			p.next[tail[k]] = int32(n)
+		}
+		tail[k] = int32(n)
+	}
+	return true
 }
 
-// mayHoldLong is false when the batch surely has no row with key v (the bit set says so).
-func (p *prepared) mayHoldLong(v int64) bool {
+func (p *prepared) rank(d uint64) uint32 {
+	return p.longRank[d>>6] + uint32(bits.OnesCount64(p.longBits[d>>6]&(1<<(d&63)-1)))
+}
+
+// findLong is the first live row with integer key v.
+func (p *prepared) findLong(v int64) (int32, bool) {
 	if p.longBits == nil {
-		return true
+		first, ok := p.byLong[v]
+		return first, ok
 	}
 	d := uint64(v) - uint64(p.longMin)
-	return d < p.longSpan && p.longBits[d>>6]&(1<<(d&63)) != 0
+	if d >= p.longSpan || p.longBits[d>>6]&(1<<(d&63)) == 0 {
+		return 0, false
+	}
+	return p.longFirst[p.rank(d)], true
 }
 
 // longKey reports whether the key is one integer column (indexed by value in byLong).
@@ -219,12 +268,12 @@ func (p *prepared) stringOf(r types.Struct) (string, bool) { return keyOf(r, p.k
 func (p *prepared) lookup(t types.Struct) (int32, int) {
 	var first int32
 	var ok bool
-	if p.byLong != nil {
+	if p.longKey() {
 		v, isInt := types.AsInt64(t[0])
 		if !isInt {
 			return 0, 0
 		}
-		first, ok = p.byLong[v]
+		first, ok = p.findLong(v)
 	} else {
 		k, notNull := keyOf(t, p.tupleIdx)
 		if !notNull {

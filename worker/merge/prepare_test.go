@@ -45,7 +45,7 @@ func TestPrepare_LongKeyBitsNeverHideAKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k, n := range count {
-			if !p.mayHoldLong(k) {
+			if _, ok := p.findLong(k); !ok {
 				t.Fatalf("keys %v: the bit set hides key %d", ks, k)
 			}
 			first, got := p.lookup(types.Struct{k})

@@ -258,8 +258,15 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 		if rtCols != nil {
 			rtColumn = rtCols.RowID
 		}
-		var rows []types.Struct
+		updatedRows := 0
+		for _, u := range updates {
+			updatedRows += len(u.pos)
+		}
+		rows := make([]types.Struct, 0, updatedRows)
 		var ids []int64
+		if rtColumn != "" {
+			ids = make([]int64, 0, updatedRows)
+		}
 		// Full target rows, only of the touched files whose updated rows need them (a source file
 		// lacking a column, or row ids to keep), read scanParallelism files at a time.
 		targets := make([]map[int64]targetRow, len(updates))
