@@ -339,8 +339,9 @@ func visitSrcs(m *fileMatch, p *prepared, f *delta.AddFile, dupErr *error) func(
 }
 
 // matchLongs is matchFile's fast path for one integer key column: the column is decoded as a vector
-// of longs and probed in the batch's integer key index (findLong), with no row values or string keys built. done=false means the
-// columnar reader does not take the file's layout (the caller reads rows instead).
+// of longs and probed in the batch's integer key index (findLong), with no row values or string keys
+// built. done=false means the columnar reader does not take the file's layout (the caller reads rows
+// instead).
 func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructType, deleted *roaring64.Bitmap, p *prepared, visit func(int64, int32, int)) (bool, error) {
 	cr, err := pf.Columns(ctx, schema, parquetio.ColumnOptions{})
 	if errors.Is(err, parquetio.ErrColumnsUnsupported) {
