@@ -92,7 +92,7 @@ func TestUpsert_DuplicateKeys(t *testing.T) {
 	b := fx.source(`{"id":1,"v":10}`, `{"id":1,"v":30}`, `{"id":1,"v":20}`)
 	_, err := fx.tryMerge(b, Options{Mode: Upsert, Keys: []string{"id"}})
 	var re *result.Error
-	if err == nil || !strings.Contains(err.Error(), "id=1") || !errors.As(err, &re) || re.Outcome != result.Refused {
+	if err == nil || !strings.Contains(err.Error(), "id=1") || !strings.Contains(err.Error(), "3 source rows") || !errors.As(err, &re) || re.Outcome != result.Refused {
 		t.Fatalf("err = %v: want a refusal naming id=1", err)
 	}
 	if fx.latest().Version() != 1 {

@@ -83,7 +83,11 @@ func newPruner(snap *delta.Snapshot, p *prepared, o *Options) (*pruner, error) {
 		pr.pinned = append(pr.pinned, p.schema.Fields[i].Name)
 		pr.pinnedValues = append(pr.pinnedValues, vals)
 	}
-	sk, err := newSortedKeys(p.src.rows, p.keyIdx, live)
+	keyTypes := make([]types.DataType, len(pr.keys))
+	for j, k := range pr.keys {
+		keyTypes[j] = k.Type
+	}
+	sk, err := newSortedKeys(p.src.rows, p.keyIdx, keyTypes, live)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +104,7 @@ func valueKey(v types.Value) string {
 
 // byPartition reports whether the file's partition values allow a match.
 func (pr *pruner) byPartition(f *delta.AddFile) bool {
-	if len(pr.sorted.tuples) == 0 {
+	if pr.sorted.count() == 0 {
 		return false // no non-null key: nothing can match
 	}
 	if pr.partTuples != nil {
@@ -243,12 +247,10 @@ func planMatches(ctx context.Context, snap *delta.Snapshot, p *prepared, pr *pru
 // returns the positions whose key the batch holds.
 func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *prepared, pr *pruner) (*fileMatch, error) {
 	tuple := make(types.Struct, len(pr.keys))
-	idx := make([]int, len(pr.keys))
 	fileSchema := &types.StructType{}
 	var fromFile []int // key position of each file column
 	physical := snap.PhysicalSchema()
 	for j, k := range pr.keys {
-		idx[j] = j
 		if slices.Contains(pr.keyParts, j) {
 			v, err := snap.PartitionValue(f, k.Name)
 			if err != nil {
@@ -262,21 +264,11 @@ func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *p
 	}
 	m := &fileMatch{file: f}
 	var dupErr error
+	record := visitSrcs(m, p, f, &dupErr)
 	visit := func(pos int64) {
-		k, ok := keyOf(tuple, idx)
-		if !ok {
-			return
+		if first, n := p.lookup(tuple); n > 0 {
+			record(pos, first, n)
 		}
-		srcs := p.byKey[k]
-		switch {
-		case len(srcs) == 0:
-			return
-		case len(srcs) > 1 && dupErr == nil:
-			dupErr = result.Refuse(result.ReasonBadFile, fmt.Errorf("%d source rows match the same target row (key %s, data file %s): deduplicate the batch, or give --order-by to keep the last row of each key",
-				len(srcs), describeKey(p.src.rows[srcs[0]], p.keyIdx, p.schema), f.Path))
-		}
-		m.pos = append(m.pos, pos)
-		m.src = append(m.src, srcs[0])
 	}
 	pf, closeFile, deleted, err := openData(ctx, snap, f)
 	if err != nil {
@@ -292,8 +284,8 @@ func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *p
 		}
 		return m, dupErr
 	}
-	if p.byLong != nil && len(fromFile) == 1 {
-		done, err := matchLongs(ctx, pf, fileSchema, deleted, p, m, visitSrcs(m, p, pr, f, &dupErr))
+	if p.longKey() && len(fromFile) == 1 {
+		done, err := matchLongs(ctx, pf, fileSchema, deleted, p, record)
 		if err != nil {
 			return nil, fmt.Errorf("data file %s: %w", f.Path, err)
 		}
@@ -333,22 +325,24 @@ func matchFile(ctx context.Context, snap *delta.Snapshot, f *delta.AddFile, p *p
 	}
 }
 
-// visitSrcs records a match of the target row at pos with srcs, flagging a row matched twice.
-func visitSrcs(m *fileMatch, p *prepared, pr *pruner, f *delta.AddFile, dupErr *error) func(pos int64, srcs []int32) {
-	return func(pos int64, srcs []int32) {
-		if len(srcs) > 1 && *dupErr == nil {
+// visitSrcs records a match of the target row at pos with the batch row first (n batch rows hold
+// its key), flagging a row matched twice.
+func visitSrcs(m *fileMatch, p *prepared, f *delta.AddFile, dupErr *error) func(pos int64, first int32, n int) {
+	return func(pos int64, first int32, n int) {
+		if n > 1 && *dupErr == nil {
 			*dupErr = result.Refuse(result.ReasonBadFile, fmt.Errorf("%d source rows match the same target row (key %s, data file %s): deduplicate the batch, or give --order-by to keep the last row of each key",
-				len(srcs), describeKey(p.src.rows[srcs[0]], p.keyIdx, p.schema), f.Path))
+				n, describeKey(p.src.rows[first], p.keyIdx, p.schema), f.Path))
 		}
 		m.pos = append(m.pos, pos)
-		m.src = append(m.src, srcs[0])
+		m.src = append(m.src, first)
 	}
 }
 
 // matchLongs is matchFile's fast path for one integer key column: the column is decoded as a vector
-// of longs and probed in byLong, with no row values or string keys built. done=false means the
-// columnar reader does not take the file's layout (the caller reads rows instead).
-func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructType, deleted *roaring64.Bitmap, p *prepared, m *fileMatch, visit func(int64, []int32)) (bool, error) {
+// of longs and probed in the batch's integer key index (findLong), with no row values or string keys
+// built. done=false means the columnar reader does not take the file's layout (the caller reads rows
+// instead).
+func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructType, deleted *roaring64.Bitmap, p *prepared, visit func(int64, int32, int)) (bool, error) {
 	cr, err := pf.Columns(ctx, schema, parquetio.ColumnOptions{})
 	if errors.Is(err, parquetio.ErrColumnsUnsupported) {
 		return false, nil
@@ -369,11 +363,12 @@ func matchLongs(ctx context.Context, pf *parquetio.File, schema *types.StructTyp
 		vec := b.Column(0)
 		for i := range b.Len() {
 			at := pos + int64(i)
-			if vec.IsNull(i) || (deleted != nil && deleted.Contains(uint64(at))) {
+			if vec.IsNull(i) {
 				continue
 			}
-			if srcs := p.byLong[vec.Long(i)]; len(srcs) > 0 {
-				visit(at, srcs)
+			first, ok := p.findLong(vec.Long(i))
+			if ok && (deleted == nil || !deleted.Contains(uint64(at))) {
+				visit(at, first, p.chainLen(first))
 			}
 		}
 		pos += int64(b.Len())

@@ -82,6 +82,11 @@ type srcRows struct {
 // *format.NewColumnsError (the caller evolves and reads again, or refuses).
 func readBatch(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options) (*srcRows, error) {
 	out := &srcRows{}
+	// The reader's chunks are kept and joined once at the end: appending a million rows one by one
+	// copies the growing slice of row pointers again and again.
+	var chunks [][]types.Struct
+	var chunkFile []int32
+	total := 0
 	for fi, f := range b.Files {
 		uri := storage.URI(b.Store, f.Key)
 		out.files = append(out.files, uri)
@@ -103,13 +108,18 @@ func readBatch(ctx context.Context, b Batch, schema *types.StructType, fo *forma
 				rd.Close()
 				return nil, err
 			}
-			for _, r := range rows {
-				out.rows = append(out.rows, r)
-				out.fileOf = append(out.fileOf, int32(fi))
-			}
+			chunks, chunkFile = append(chunks, rows), append(chunkFile, int32(fi))
+			total += len(rows)
 		}
 		if err := rd.Close(); err != nil {
 			return nil, fmt.Errorf("close source file %s: %w", uri, err)
+		}
+	}
+	out.rows, out.fileOf = make([]types.Struct, 0, total), make([]int32, 0, total)
+	for c, rows := range chunks {
+		out.rows = append(out.rows, rows...)
+		for range rows {
+			out.fileOf = append(out.fileOf, chunkFile[c])
 		}
 	}
 	return out, nil

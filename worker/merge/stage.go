@@ -207,7 +207,7 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 	}
 	// The read set: every file that might hold a key (the scanned ones), and the key predicate,
 	// which a concurrent append of a possibly matching file violates even when blind.
-	st.tx.ReadKeysWhere(fmt.Sprintf("the %d distinct keys (%s) of the batch", len(pr.sorted.tuples), strings.Join(m.o.Keys, ", ")), pr.mightHold)
+	st.tx.ReadKeysWhere(fmt.Sprintf("the %d distinct keys (%s) of the batch", pr.sorted.count(), strings.Join(m.o.Keys, ", ")), pr.mightHold)
 	rep.FilesPrunedByPartition, rep.FilesPrunedByStats, rep.FilesScanned = pl.prunedPartition, pl.prunedStats, len(pl.scanned)
 	rep.FilesTouched, rep.RowsMatched = len(pl.touched), pl.rowsMatched
 	var deletes []table.FileDeletes
@@ -258,8 +258,15 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 		if rtCols != nil {
 			rtColumn = rtCols.RowID
 		}
-		var rows []types.Struct
+		updatedRows := 0
+		for _, u := range updates {
+			updatedRows += len(u.pos)
+		}
+		rows := make([]types.Struct, 0, updatedRows)
 		var ids []int64
+		if rtColumn != "" {
+			ids = make([]int64, 0, updatedRows)
+		}
 		// Full target rows, only of the touched files whose updated rows need them (a source file
 		// lacking a column, or row ids to keep), read scanParallelism files at a time.
 		targets := make([]map[int64]targetRow, len(updates))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go/compress/brotli"
@@ -29,7 +30,7 @@ func codecFor(name string, level int) (pageCompressor, format.CompressionCodec, 
 		if level != 0 {
 			l = zstd.EncoderLevelFromZstd(level)
 		}
-		return newZstdCompressor(l, 2*runtime.GOMAXPROCS(0)), format.Zstd, nil
+		return sharedZstdCompressor(l), format.Zstd, nil
 	case "snappy":
 		return codecCompressor{&snappy.Codec{}}, format.Snappy, nil
 	case "gzip":
@@ -50,6 +51,19 @@ func codecFor(name string, level int) (pageCompressor, format.CompressionCodec, 
 		return nil, format.Uncompressed, nil
 	}
 	return nil, 0, fmt.Errorf("unsupported parquet compression codec %q; use zstd, snappy, gzip, lz4_raw, brotli or uncompressed", name)
+}
+
+// zstdCompressors are the process's zstd compressors, one per level: every writer and rewrite of a
+// level shares its free list of encoders, so a merge that rewrites twenty files (or a compaction of
+// many outputs) builds its encoders and their history buffers once, not once per file.
+var zstdCompressors sync.Map // zstd.EncoderLevel → *zstdCompressor
+
+func sharedZstdCompressor(l zstd.EncoderLevel) *zstdCompressor {
+	if c, ok := zstdCompressors.Load(l); ok {
+		return c.(*zstdCompressor)
+	}
+	c, _ := zstdCompressors.LoadOrStore(l, newZstdCompressor(l, 2*runtime.GOMAXPROCS(0)))
+	return c.(*zstdCompressor)
 }
 
 // Decoders are stateless apart from their pools, so one of each serves every reader.

@@ -1,6 +1,8 @@
 package parquetio
 
 import (
+	"slices"
+
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -54,37 +56,37 @@ func convert(dst, src *valueSlices, kind convKind, lo, hi int) {
 func gatherValues(dst, src *valueSlices, phys format.Type, keep []int32) {
 	switch phys {
 	case format.Boolean:
-		dst.bools = dst.bools[:0]
+		dst.bools = slices.Grow(dst.bools[:0], len(keep))
 		for _, i := range keep {
 			dst.bools = append(dst.bools, src.bools[i])
 		}
 	case format.Int32:
-		dst.i32 = dst.i32[:0]
+		dst.i32 = slices.Grow(dst.i32[:0], len(keep))
 		for _, i := range keep {
 			dst.i32 = append(dst.i32, src.i32[i])
 		}
 	case format.Int64:
-		dst.i64 = dst.i64[:0]
+		dst.i64 = slices.Grow(dst.i64[:0], len(keep))
 		for _, i := range keep {
 			dst.i64 = append(dst.i64, src.i64[i])
 		}
 	case format.Int96:
-		dst.i96 = dst.i96[:0]
+		dst.i96 = slices.Grow(dst.i96[:0], len(keep))
 		for _, i := range keep {
 			dst.i96 = append(dst.i96, src.i96[i])
 		}
 	case format.Float:
-		dst.f32 = dst.f32[:0]
+		dst.f32 = slices.Grow(dst.f32[:0], len(keep))
 		for _, i := range keep {
 			dst.f32 = append(dst.f32, src.f32[i])
 		}
 	case format.Double:
-		dst.f64 = dst.f64[:0]
+		dst.f64 = slices.Grow(dst.f64[:0], len(keep))
 		for _, i := range keep {
 			dst.f64 = append(dst.f64, src.f64[i])
 		}
 	default:
-		dst.bin, dst.binOff = dst.bin[:0], append(dst.binOff[:0], 0)
+		dst.bin, dst.binOff = dst.bin[:0], append(slices.Grow(dst.binOff[:0], len(keep)+1), 0)
 		for _, i := range keep {
 			dst.bin = append(dst.bin, src.bytesAt(int(i))...)
 			dst.binOff = append(dst.binOff, uint32(len(dst.bin)))
