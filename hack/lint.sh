@@ -43,7 +43,7 @@ done
 [[ $untidy == 0 ]] || exit 1
 
 # Regenerate and compare: a stale generated file means someone changed a marker without `make generate`.
-generated=(api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml charts/deltakeeper/templates/crds charts/deltakeeper/templates/clusterrole.yaml charts/deltakeeper/files config/monitoring/prometheusrule.yaml docs/api.md)
+generated=(api/v1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml charts/deltakeeper/templates/crds charts/deltakeeper/templates/_manager_rules.tpl charts/deltakeeper/templates/userroles.yaml charts/deltakeeper/files config/monitoring/prometheusrule.yaml docs/api.md)
 snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT
 for p in "${generated[@]}"; do
