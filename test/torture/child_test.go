@@ -101,16 +101,19 @@ type runner struct {
 	mu   sync.Mutex
 	cur  *os.Process
 	note string // where the kill landed
+	// gen counts the runs: a kill meant for one run (a timer that fired as its run ended, a fault rule
+	// still installed) must never land on the next run's process.
+	gen uint64
 }
 
 func newRunner(s *site, proxy *s3fault.Proxy) *runner { return &runner{site: s, proxy: proxy} }
 
-// kill SIGKILLs the running step, noting where; between steps it does nothing (the kill is lost,
-// and the run does not count as killed).
-func (r *runner) kill(where string) {
+// kill SIGKILLs the running step of run gen, noting where; between steps, or once run gen has
+// ended, it does nothing (the kill is lost, and the run does not count as killed).
+func (r *runner) kill(gen uint64, where string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur != nil && r.note == "" {
+	if r.gen == gen && r.cur != nil && r.note == "" {
 		r.note = where
 		_ = r.cur.Kill()
 	}
@@ -121,6 +124,10 @@ func (r *runner) kill(where string) {
 func (r *runner) run(steps [][]string, plan killPlan, seed uint64, rules ...s3fault.Rule) runOutcome {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
+	r.mu.Lock()
+	r.gen++
+	gen := r.gen
+	r.mu.Unlock()
 	endpoint := ""
 	var base int64
 	if r.proxy != nil {
@@ -134,7 +141,7 @@ func (r *runner) run(steps [][]string, plan killPlan, seed uint64, rules ...s3fa
 			n := base + plan.request
 			rules = append([]s3fault.Rule{{Name: "kill", Match: func(q s3fault.Request) bool { return q.N == n }, Fault: fault,
 				OnInject: func(q s3fault.Request) {
-					r.kill(fmt.Sprintf("at request #%d (%s %s %s)", plan.request, q.Method, q.Op, q.Key))
+					r.kill(gen, fmt.Sprintf("at request #%d (%s %s %s)", plan.request, q.Method, q.Op, q.Key))
 				}}}, rules...)
 		}
 		r.proxy.SetRules(seed, rules...)
@@ -146,7 +153,7 @@ func (r *runner) run(steps [][]string, plan killPlan, seed uint64, rules ...s3fa
 	start := time.Now()
 	var timer *time.Timer
 	if plan.after > 0 {
-		timer = time.AfterFunc(plan.after, func() { r.kill(fmt.Sprintf("%s after the start", plan.after)) })
+		timer = time.AfterFunc(plan.after, func() { r.kill(gen, fmt.Sprintf("%s after the start", plan.after)) })
 		defer timer.Stop()
 	}
 	var stdout, stderr bytes.Buffer

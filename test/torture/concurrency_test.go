@@ -159,6 +159,7 @@ func (c *checker) loop(ctx context.Context, stop <-chan struct{}) error {
 			if err != nil {
 				return err
 			}
+			c.prefetchAdded()
 			lastSweep = time.Now()
 		}
 		if progressed {
@@ -174,6 +175,29 @@ func (c *checker) loop(ctx context.Context, stop <-chan struct{}) error {
 				}
 			}
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// prefetchAdded reads the ids of the files added by every commit seen but not yet checked. The
+// time-travel checks lag behind the writers (a minute and more on a loaded machine, against a one-minute
+// vacuum retention): an appended file compacted away and vacuumed before its commit's check could
+// otherwise no longer tell the checker which rows the commit added. Failures are left to step, which
+// reports them in order.
+func (c *checker) prefetchAdded() {
+	for v := c.prev.version + 1; v <= c.o.log.high; v++ {
+		data, ok := c.o.log.commits[v]
+		if !ok {
+			continue
+		}
+		commit, err := parseCommit(v, data)
+		if err != nil {
+			continue
+		}
+		for _, a := range commit.adds {
+			if a.DataChange {
+				_, _ = c.o.ids.ids(c.o.site, a.Path)
+			}
 		}
 	}
 }
@@ -210,7 +234,7 @@ func (c *checker) step(ctx context.Context) (bool, error) {
 		}
 		ids, err := c.o.ids.ids(c.o.site, a.Path)
 		if err != nil {
-			return false, fmt.Errorf("commit %d (%s): %w", v, commit.operation, err)
+			return false, fmt.Errorf("commit %d (%s): %w (%s)", v, commit.operation, err, c.whyGone(v, a.Path))
 		}
 		added = append(added, ids...)
 	}
@@ -238,6 +262,25 @@ func (c *checker) step(ctx context.Context) (bool, error) {
 	c.checked++
 	c.prev = st
 	return true, nil
+}
+
+// whyGone says, for a failure report, whether path (added by version v) was removed by a later commit
+// and how long ago: removed longer than the vacuum retention ago means the checker lagged behind a
+// legitimate vacuum; not removed at all means a live file was lost.
+func (c *checker) whyGone(v int64, path string) string {
+	for w := v + 1; w <= c.o.log.high; w++ {
+		commit, err := parseCommit(w, c.o.log.commits[w])
+		if err != nil {
+			continue
+		}
+		for _, rm := range commit.removes {
+			if rm.Path == path {
+				ago := time.Since(time.UnixMilli(rm.DeletionTime)).Round(time.Second)
+				return fmt.Sprintf("removed by version %d (%s) %s ago, vacuum retention %s", w, commit.operation, ago, vacuumRetention)
+			}
+		}
+	}
+	return fmt.Sprintf("no commit up to version %d removed it: a live file was lost", c.o.log.high)
 }
 
 // vacuumedSince reports whether version v cannot be read only because vacuum legitimately deleted
