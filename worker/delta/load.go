@@ -69,17 +69,25 @@ func (t *Table) loadOnce(ctx context.Context, target Version, metadataOnly bool)
 		return nil, err
 	}
 	below := NoVersion
+	relisted := false
 	for {
 		seg, err := buildSegment(t.Location(), l, target, below)
 		var notFound *VersionNotFoundError
 		if errors.As(err, &notFound) && (!full || l.truncated) {
-			// The listing was partial (from a hint, or cut at the target); list everything so the
-			// error names the real earliest and latest versions.
+			// The listing was partial (from a hint, or cut at the target); list everything, and
+			// build from that listing when it shows the target recoverable (a checkpoint or log
+			// cleanup running while the partial listing was taken can leave it inconsistent);
+			// otherwise the error names the real earliest and latest versions.
 			all, lerr := listLog(ctx, t.store, "", NoVersion)
 			if lerr != nil {
 				return nil, lerr
 			}
-			return nil, &VersionNotFoundError{Table: t.Location(), Requested: target, Earliest: all.earliestRecoverable(), Latest: all.maxVersion}
+			earliest := all.earliestRecoverable()
+			if relisted || earliest == NoVersion || target != NoVersion && (target < earliest || target > all.maxVersion) {
+				return nil, &VersionNotFoundError{Table: t.Location(), Requested: target, Earliest: earliest, Latest: all.maxVersion}
+			}
+			l, full, relisted = all, true, true
+			continue
 		}
 		if err != nil {
 			return nil, err
