@@ -22,7 +22,6 @@ import (
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
-	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 func TestMaintenance_ClusteringPolicyReclustersAndVacuumsAnS3Table(t *testing.T) {
@@ -110,17 +109,7 @@ func assertLiveFilesOnly(t *testing.T, prefix string, wantRows int64) {
 	t.Helper()
 	ctx := context.Background()
 	root := s3Store(t)
-	st, err := storage.Open(ctx, "s3://"+cfg.s3.bucket+"/"+prefix, storage.Config{S3: storage.S3Config{
-		Endpoint: cfg.s3.endpoint, Region: cfg.s3.region, UsePathStyle: true,
-		AccessKeyID: cfg.s3.accessKeyID, SecretAccessKey: cfg.s3.secretAccessKey,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := delta.NewTable(st).Latest(ctx)
-	if err != nil {
-		t.Fatalf("loading the table from the host: %v", err)
-	}
+	_, snap := hostTable(t, prefix)
 	var rows int64
 	live := map[string]bool{}
 	for _, f := range snap.Files() {

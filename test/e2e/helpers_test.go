@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
@@ -209,7 +210,13 @@ func dumpNamespace(t *testing.T, ns string) {
 // s3Store opens the S3 test server's bucket from the host, to seed objects and to check what the pods wrote.
 func s3Store(t *testing.T) storage.Store {
 	t.Helper()
-	st, err := storage.Open(context.Background(), "s3://"+cfg.s3.bucket, storage.Config{S3: storage.S3Config{
+	return openS3(t, "s3://"+cfg.s3.bucket)
+}
+
+// openS3 opens a location on the S3 test server with the suite's credentials, as the host sees it.
+func openS3(t *testing.T, location string) storage.Store {
+	t.Helper()
+	st, err := storage.Open(context.Background(), location, storage.Config{S3: storage.S3Config{
 		Endpoint:        cfg.s3.endpoint,
 		Region:          cfg.s3.region,
 		UsePathStyle:    true,
@@ -217,9 +224,21 @@ func s3Store(t *testing.T) storage.Store {
 		SecretAccessKey: cfg.s3.secretAccessKey,
 	}})
 	if err != nil {
-		t.Fatalf("opening the S3 test server's bucket: %v", err)
+		t.Fatalf("opening %s on the S3 test server: %v", location, err)
 	}
 	return st
+}
+
+// hostTable opens the table under prefix in the suite's bucket from the host and loads its latest
+// version: what the assertions check the cluster's work against.
+func hostTable(t *testing.T, prefix string) (storage.Store, *delta.Snapshot) {
+	t.Helper()
+	st := openS3(t, "s3://"+cfg.s3.bucket+"/"+prefix)
+	snap, err := delta.NewTable(st).Latest(context.Background())
+	if err != nil {
+		t.Fatalf("loading the table from the host: %v", err)
+	}
+	return st, snap
 }
 
 // createS3Secret stores the S3 test server's keys in a Secret under the key names the AWS SDK and DeltaTable's

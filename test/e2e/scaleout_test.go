@@ -25,7 +25,6 @@ import (
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
 	"github.com/deltakeeper/deltakeeper/worker/delta"
-	"github.com/deltakeeper/deltakeeper/worker/storage"
 )
 
 // halfCPUTemplate runs every index at 0.5 CPU: three of them fit the single node next to the manager.
@@ -199,17 +198,7 @@ func killFirstPodOfIndex(t *testing.T, ns, job string, index int) string {
 func assertOneScaleOutCommit(t *testing.T, prefix string, pinned int64, run string) (*delta.Snapshot, int, int) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := storage.Open(ctx, "s3://"+cfg.s3.bucket+"/"+prefix, storage.Config{S3: storage.S3Config{
-		Endpoint: cfg.s3.endpoint, Region: cfg.s3.region, UsePathStyle: true,
-		AccessKeyID: cfg.s3.accessKeyID, SecretAccessKey: cfg.s3.secretAccessKey,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := delta.NewTable(st).Latest(ctx)
-	if err != nil {
-		t.Fatalf("loading the table from the host: %v", err)
-	}
+	st, snap := hostTable(t, prefix)
 	if int64(snap.Version()) != pinned+1 {
 		t.Fatalf("the table is at version %d after a run pinned at %d: want exactly one commit", snap.Version(), pinned)
 	}

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
-	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -365,17 +364,7 @@ func describeStreamStatus(st deltav1.StreamIngestStatus) string {
 func assertRowsExactlyOnce(t *testing.T, prefix string, want map[int64]bool) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := storage.Open(ctx, "s3://"+cfg.s3.bucket+"/"+prefix, storage.Config{S3: storage.S3Config{
-		Endpoint: cfg.s3.endpoint, Region: cfg.s3.region, UsePathStyle: true,
-		AccessKeyID: cfg.s3.accessKeyID, SecretAccessKey: cfg.s3.secretAccessKey,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := delta.NewTable(st).Latest(ctx)
-	if err != nil {
-		t.Fatalf("loading the table from the host: %v", err)
-	}
+	_, snap := hostTable(t, prefix)
 	perPartition := map[string]int{}
 	for _, f := range snap.Files() {
 		perPartition[fmt.Sprint(f.PartitionValues)]++
