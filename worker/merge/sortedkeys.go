@@ -2,6 +2,7 @@ package merge
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -184,31 +185,28 @@ func (sk *sortedKeys) anyInRanges(r []colRange) bool {
 }
 
 func (sk *sortedKeys) anyLong(r colRange) bool {
-	start := 0
-	if lo, ok := ordinal(r.lo); ok {
-		start, _ = slices.BinarySearch(sk.longs, lo)
-	}
-	if start == len(sk.longs) {
-		return false
-	}
-	if hi, ok := ordinal(r.hi); ok {
-		return sk.longs[start] <= hi
-	}
-	return true
+	lo, hasLo := ordinal(r.lo)
+	hi, hasHi := ordinal(r.hi)
+	return anyBetween(sk.longs, lo, hasLo, hi, hasHi)
 }
 
 func (sk *sortedKeys) anyString(r colRange) bool {
+	lo, hasLo := bytesValue(r.lo)
+	hi, hasHi := bytesValue(r.hi)
+	return anyBetween(sk.strs, lo, hasLo, hi, hasHi)
+}
+
+// anyBetween reports whether the sorted keys hold one in [lo, hi]; a bound that is missing (no
+// statistic, or one of another type) does not limit that side.
+func anyBetween[T cmp.Ordered](keys []T, lo T, hasLo bool, hi T, hasHi bool) bool {
 	start := 0
-	if lo, ok := bytesValue(r.lo); ok {
-		start, _ = slices.BinarySearch(sk.strs, lo)
+	if hasLo {
+		start, _ = slices.BinarySearch(keys, lo)
 	}
-	if start == len(sk.strs) {
+	if start == len(keys) {
 		return false
 	}
-	if hi, ok := bytesValue(r.hi); ok {
-		return sk.strs[start] <= hi
-	}
-	return true
+	return !hasHi || keys[start] <= hi
 }
 
 // anyPacked searches the packed tuples: every tuple at or after the first column's lower bound, up
