@@ -19,15 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	deltav1 "github.com/deltakeeper/deltakeeper/api/v1"
-	"github.com/deltakeeper/deltakeeper/controllers"
 )
 
 // A namespace-scoped install (Helm watchNamespaces) must give the manager nothing outside its namespaces: the
@@ -108,7 +103,8 @@ func TestNamespaceScopedInstall_ManagerWorksInItsNamespacesAndNowhereElse(t *tes
 	}
 
 	// And the manager, running as its ServiceAccount with --watch-namespaces, does its work under these Roles.
-	startManagerAs(t, impersonatedConfig(sa), []string{watchedA, watchedB}, release)
+	// As `manager --watch-namespaces` runs: the given identity, watching only those namespaces.
+	startManagerWith(t, []string{watchedA, watchedB}, release, clocktesting.NewFakeClock(time.Now()), impersonatedConfig(sa), nil)
 	outside := newTable(t, other, "outside", nil)
 	table := newTable(t, watchedA, "orders", nil)
 	job := waitLiveJob(t, watchedA, "orders", "inspect")
@@ -218,37 +214,6 @@ func impersonate(t *testing.T, sa client.ObjectKey) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// startManagerAs runs the controllers with the given identity, watching only namespaces, as
-// `manager --watch-namespaces` does.
-func startManagerAs(t *testing.T, restCfg *rest.Config, namespaces []string, lockNS string) {
-	t.Helper()
-	cacheOpts := controllers.CacheOptions()
-	controllers.WatchNamespaces(&cacheOpts, namespaces, lockNS)
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktesting.NewFakeClock(time.Now())
-	if err := controllers.SetupWithManager(mgr, controllers.Config{WorkerImage: testWorkerImage, Clock: clk, LockNamespace: lockNS}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
 }
 
 func probeJob(ns string) *batchv1.Job {
