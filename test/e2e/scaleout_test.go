@@ -41,7 +41,10 @@ func halfCPUTemplate() *deltav1.JobTemplate {
 func TestMaintenance_ScaleOutCompactionSurvivesAKilledIndexAndCommitsOnce(t *testing.T) {
 	requireCommands(t, []string{"demo-data"}, []string{"worker", "maintain"})
 	ns := newNamespace(t, "scaleout")
-	const files, rowsPerFile = 120, 8000
+	// Large enough that each share takes several seconds at 0.5 CPU: on a quiet machine a share of a
+	// 13 MiB table (8,000 rows a file) could finish between the kill's look at the pod and the kill,
+	// and the Job then counted the pod as succeeded, not as a failed index to retry.
+	const files, rowsPerFile = 120, 40000
 	prefix := "orders-" + randomSuffix(t)
 	location := fmt.Sprintf("s3://%s/%s", cfg.s3.bucket, prefix)
 	writeDemoTable(t, location, files, rowsPerFile)
@@ -58,8 +61,8 @@ func TestMaintenance_ScaleOutCompactionSurvivesAKilledIndexAndCommitsOnce(t *tes
 
 	policy := runNowPolicy(ns, "spread-orders", "orders", "1")
 	policy.Spec.Parallelism = ptr.To[int32](3)
-	// 1 MiB bins: the unpartitioned table becomes several bins to share out.
-	target := resource.MustParse("1Mi")
+	// 8 MiB bins: the unpartitioned table (about 66 MiB) becomes several bins to share out.
+	target := resource.MustParse("8Mi")
 	policy.Spec.Compaction = &deltav1.CompactionSpec{TargetFileSize: &target}
 	policy.Spec.JobTemplate = halfCPUTemplate()
 	policy.Spec.Vacuum = &deltav1.VacuumSpec{Enabled: ptr.To(true), Retention: &metav1.Duration{}, AllowShortRetention: true}
