@@ -66,6 +66,9 @@ func (o *Options) explain(ctx context.Context, name string) error {
 	if holder != "" {
 		why = append(why, "Job "+holder+" holds the table's lock: nothing else starts on the table until it ends")
 	}
+	if w := o.queueLine(out, "  ", "the table's next Job", t.Status.Queue); w != "" {
+		why = append(why, w)
+	}
 
 	var policies deltav1.OptimizePolicyList
 	if err := o.client.List(ctx, &policies, client.InNamespace(t.Namespace)); err != nil {
@@ -153,6 +156,21 @@ func (o *Options) lockOf(ctx context.Context, t *deltav1.DeltaTable, out io.Writ
 	return job.Name, nil
 }
 
+// queueLine prints where a waiting run stands in the manager's Job admission queue (status.queue) and
+// returns the reason for "Why:", or "" when nothing waits.
+func (o *Options) queueLine(out io.Writer, indent, what string, q *deltav1.QueueStatus) string {
+	if q == nil {
+		return ""
+	}
+	since := ""
+	if q.Since != nil {
+		since = ", first queued " + o.age(q.Since.Time)
+	}
+	line := fmt.Sprintf("%s is queued for a worker Job slot: position %d of %d%s", what, q.Position, q.Length, since)
+	fmt.Fprintln(out, indent+line)
+	return line + " (the manager caps running worker Jobs: --max-running-jobs)"
+}
+
 func jobDone(j *batchv1.Job) bool {
 	for _, c := range j.Status.Conditions {
 		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == "True" {
@@ -187,6 +205,9 @@ func (o *Options) explainPolicy(out io.Writer, p *deltav1.OptimizePolicy, t *del
 		verdict = "a slot waits"
 	}
 	fmt.Fprintf(out, "    triggers: %s (%s): %s\n", verdict, d.Reason, d.Message)
+	if w := o.queueLine(out, "    ", "policy "+p.Name+"'s first waiting run", p.Status.Queue); w != "" {
+		why = append(why, w)
+	}
 	for _, ts := range p.Status.Targets {
 		if ts.Table != t.Name {
 			continue

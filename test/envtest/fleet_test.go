@@ -214,6 +214,12 @@ func TestFleet_CapHoldsAndTheHeadOfTheQueueStartsNext(t *testing.T) {
 			if msg := condition(tb.Status.Conditions, deltav1.ConditionReady); !strings.Contains(msg, fmt.Sprintf("queued: position 1 of %d", waiting)) {
 				t.Fatalf("Ready of the head table %s = %q, want its queue position", head, msg)
 			}
+			if finished == 0 {
+				// kubectl deltakeeper explain says where the table waits, and why nothing runs on it yet.
+				wantLines(t, "explain a queued table", mustPlugin(t, ns, "explain", head),
+					fmt.Sprintf("the table's next Job is queued for a worker Job slot: position 1 of %d", waiting),
+					"--max-running-jobs")
+			}
 		}
 		live := liveInspectJobs(t, ns)
 		if len(live) > maxRunning {
