@@ -68,7 +68,9 @@ func setStreamConditions(si *deltav1.StreamIngest, st *deltav1.StreamIngestStatu
 		// Ready: the stream does what its spec asks (as a suspended policy does), so GitOps tools see it healthy.
 		conds.set(deltav1.ConditionReady, metav1.ConditionTrue, deltav1.ReasonSuspended, msg)
 		conds.set(deltav1.ConditionProgressing, metav1.ConditionFalse, deltav1.ReasonSuspended, msg)
-		if stalled == nil {
+		// A stop of an older spec no longer holds (suspending changed the spec): Stalled=True would keep the
+		// stream Failed for kstatus while it does what it is asked. The last good outcome is kept.
+		if stalled == nil || isStopped(stalled) && stalled.ObservedGeneration != si.Generation {
 			conds.set(deltav1.ConditionStalled, metav1.ConditionFalse, deltav1.ReasonSuspended, msg)
 		}
 		return
@@ -94,6 +96,10 @@ func setStreamConditions(si *deltav1.StreamIngest, st *deltav1.StreamIngestStatu
 		conds.set(deltav1.ConditionProgressing, metav1.ConditionFalse, deltav1.ReasonCaughtUp, msg+running)
 	case deltav1.ReasonBatchCommitted:
 		both(metav1.ConditionTrue, metav1.ConditionTrue, deltav1.ReasonBatchCommitted, msg+running)
+	case deltav1.ReasonSuspended: // resumed: no Job has reported since
+		msg = "resumed: waiting for the next ingest Job's result" + running
+		conds.set(deltav1.ConditionReady, metav1.ConditionFalse, deltav1.ReasonPending, msg)
+		conds.set(deltav1.ConditionProgressing, metav1.ConditionTrue, deltav1.ReasonPending, msg)
 	case deltav1.ReasonPending:
 		conds.set(deltav1.ConditionReady, metav1.ConditionFalse, deltav1.ReasonPending, msg)
 		conds.set(deltav1.ConditionProgressing, metav1.ConditionTrue, deltav1.ReasonPending, msg)
