@@ -73,6 +73,11 @@ type JobRequest struct {
 	Image string
 	// Shares makes the Job an Indexed Job of a scale-out run (scaleout.go); nil for one pod.
 	Shares *ShareRequest
+	// Exclusive marks a maintenance Job that runs alone: keyed streams wait for it (exclusive.go).
+	// Suspended creates it suspended, to be resumed when the keyed ingest Jobs it waits for have ended.
+	Exclusive, Suspended bool
+	// KeyedWrite is the keyed update method of an ingest Job (upsert, update, delete), "" for the others.
+	KeyedWrite string
 }
 
 // Name is the Job's deterministic name.
@@ -104,6 +109,12 @@ func BuildJob(r *JobRequest) *batchv1.Job {
 	if r.Stream != "" {
 		labels[deltav1.LabelStream] = LabelValue(r.Stream)
 		annotations[deltav1.AnnotationStream] = r.Stream
+	}
+	if r.Exclusive {
+		annotations[deltav1.AnnotationExclusive] = "true"
+	}
+	if r.KeyedWrite != "" {
+		annotations[deltav1.AnnotationKeyedWrite] = r.KeyedWrite
 	}
 
 	podLabels := maps.Clone(filterUserLabels(t.PodLabels))
@@ -203,6 +214,9 @@ func BuildJob(r *JobRequest) *batchv1.Job {
 	}
 	if r.Shares != nil {
 		makeIndexed(job, r.Shares, t.Backoff())
+	}
+	if r.Suspended {
+		job.Spec.Suspend = ptr.To(true)
 	}
 	return job
 }

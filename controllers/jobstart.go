@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,8 +118,10 @@ func eventTime(e *corev1.Event) time.Time {
 // reconciler's own clock measures the wait from.
 func waitingSince(job *batchv1.Job) time.Time {
 	since := job.CreationTimestamp.Time
-	if t, err := time.Parse(time.RFC3339, job.Annotations[deltav1.AnnotationScheduledTime]); err == nil && t.After(since) {
-		since = t
+	for _, a := range []string{deltav1.AnnotationScheduledTime, deltav1.AnnotationResumedTime} {
+		if t, err := time.Parse(time.RFC3339, job.Annotations[a]); err == nil && t.After(since) {
+			since = t
+		}
 	}
 	return since
 }
@@ -152,8 +155,8 @@ func (r *reconcilerBase) checkStarts(ctx context.Context, jobs []batchv1.Job, po
 	whys := map[string]string{}
 	for i := range jobs {
 		j := &jobs[i]
-		if !isLive(j) || j.DeletionTimestamp != nil || jobStarted(j, pods[j.Name]) {
-			continue
+		if !isLive(j) || j.DeletionTimestamp != nil || jobStarted(j, pods[j.Name]) || ptr.Deref(j.Spec.Suspend, false) {
+			continue // a suspended Job starts nothing by design: its timeout counts from its resumption
 		}
 		var events []corev1.Event
 		if len(ownPods(j, pods[j.Name])) == 0 && j.Status.Active == 0 {

@@ -178,6 +178,9 @@ func (r *OptimizePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			wake.in(requeueLockBusy)
 		}
 	}
+	if err := pass.resumeAlone(ctx, &wake); err != nil {
+		return ctrl.Result{}, err
+	}
 	pass.finishQueue(&wake)
 	if view.Next != nil {
 		wake.in(view.Next.Sub(now))

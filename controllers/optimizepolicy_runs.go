@@ -117,6 +117,18 @@ func (p *policyPass) tryStart(ctx context.Context, table *deltav1.DeltaTable, sl
 			return out, err
 		}
 	}
+	if why, ok := losesToKeyedWrites(table); ok {
+		writers, err := p.r.liveKeyedIngest(ctx, table.Namespace, table.Name)
+		if err != nil {
+			return 0, err
+		}
+		// Created suspended while keyed ingest Jobs run: the live Job holds the table, so the streams start
+		// nothing new, and the pass resumes it when they have ended (resumeAlone).
+		req.Exclusive, req.Suspended = true, len(writers) > 0
+		if req.Suspended {
+			p.ps.waiting = append(p.ps.waiting, exclusiveWait(table.Name, writers, why))
+		}
+	}
 	tableJobs, err := p.r.tableJobs(ctx, table.Namespace, table.Name)
 	if err != nil {
 		return 0, err

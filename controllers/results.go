@@ -172,6 +172,7 @@ func (r *finishedRun) setResult(res *result.Result) {
 		rec.FilesRemoved += op.FilesRemoved
 		rec.BytesAdded += op.BytesAdded
 		rec.BytesRemoved += op.BytesRemoved
+		rec.ConflictFiles += op.ConflictFiles
 	}
 	rec.Message = sanitize(summarize(res), maxRecordMessage)
 }

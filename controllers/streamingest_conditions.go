@@ -45,6 +45,8 @@ func setStreamConditions(si *deltav1.StreamIngest, st *deltav1.StreamIngestStatu
 		running = "; ingest Job " + view.ActiveJob + " is running"
 	} else if view.Queued != nil {
 		running = "; the next ingest Job is " + view.Queued.Message()
+	} else if view.Yield != nil {
+		running = "; " + view.Yield.Error()
 	}
 	switch {
 	case view.TargetMissing != "":

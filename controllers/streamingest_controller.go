@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -75,7 +76,21 @@ type streamView struct {
 	Stuck         string // why the active Job's pod cannot start
 	Next          time.Time
 	Queued        *Queued // the due ingest Job waits for admission
+	// Yield is the maintenance Job that runs alone on the table, which the due keyed ingest Job waits for.
+	Yield *yieldToMaintenance
 }
+
+// yieldToMaintenance is why a keyed stream's due Job does not start: maintenance Job Job runs alone on
+// the table (exclusive.go).
+type yieldToMaintenance struct{ Job string }
+
+func (y *yieldToMaintenance) Error() string {
+	return "the next ingest Job waits for maintenance Job " + y.Job + ", which runs alone on the table after its runs lost their work to this stream's keyed writes"
+}
+
+// requeueYield is how often a stream that yields to a maintenance Job looks again: maintenance Jobs are
+// not the stream's own, so their end wakes nothing.
+const requeueYield = 15 * time.Second
 
 // Reconcile folds the stream's finished Jobs into its status, starts the next Job when it is due, writes
 // the status once, then emits events and metrics.
@@ -186,6 +201,8 @@ func (r *StreamIngestReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			switch {
 			case errors.As(err, &view.Queued):
 				wake.in(view.Queued.RetryAfter)
+			case errors.As(err, &view.Yield):
+				wake.in(requeueYield)
 			case isSpecError(err):
 				view.SpecError = sanitize(err.Error(), 1024)
 				conds.set(deltav1.ConditionStalled, metav1.ConditionTrue, deltav1.ReasonInvalidSpec, view.SpecError)
@@ -288,10 +305,23 @@ func (r *StreamIngestReconciler) startIngest(ctx context.Context, si *deltav1.St
 	if err := r.checkJobTemplate(template); err != nil {
 		return nil, err
 	}
+	if mode := si.EffectiveMode(); mode.IsKeyed() {
+		// A maintenance Job that lost its work to this stream's batches runs alone (exclusive.go).
+		holder, err := r.liveExclusiveMaintenance(ctx, table.Namespace, table.Name)
+		if err != nil {
+			return nil, err
+		}
+		if holder != "" {
+			return nil, &yieldToMaintenance{Job: holder}
+		}
+	}
 	req := &JobRequest{
 		Kind: JobIngest, OwnerKind: "StreamIngest", Owner: si, Table: table, Stream: si.Name, Template: template,
 		Args: args, Operations: []deltav1.Operation{deltav1.OperationIngest}, SlotKey: "job/" + strconv.FormatInt(st.JobsStarted, 10),
 		Scheduled: due, Trigger: trigger, Generation: si.Generation, Image: r.WorkerImage,
+	}
+	if mode := si.EffectiveMode(); mode.IsKeyed() {
+		req.KeyedWrite = strings.ToLower(string(mode))
 	}
 	name := req.Name()
 	if slices.ContainsFunc(jobs, func(j batchv1.Job) bool { return j.Name == name }) {

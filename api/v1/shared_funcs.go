@@ -37,6 +37,15 @@ const (
 	// AnnotationStartFailed on a worker Job says why its pod never started; the manager sets it when
 	// jobTemplate.startTimeout passes, records the run as failed and deletes the Job.
 	AnnotationStartFailed = "deltakeeper.io/start-failed"
+	// AnnotationExclusive on a maintenance Job says it runs alone on its table: the table's recent runs lost
+	// their work to concurrent keyed writes, so keyed streams start no ingest Job until it ends.
+	AnnotationExclusive = "deltakeeper.io/exclusive"
+	// AnnotationResumedTime on a Job created suspended (an exclusive run waiting for keyed ingest Jobs to
+	// end) is when the manager resumed it, RFC 3339; its start timeout counts from then.
+	AnnotationResumedTime = "deltakeeper.io/resumed-time"
+	// AnnotationKeyedWrite on an ingest Job names its keyed update method (upsert, update, delete): its
+	// batches rewrite or mark existing rows, so they conflict with maintenance rewrites of the same files.
+	AnnotationKeyedWrite = "deltakeeper.io/keyed-write"
 
 	// AnnotationRunNow on an OptimizePolicy requests one run on every target now, regardless of schedule and
 	// triggers. Any new value (a timestamp is customary) is a new request; status.lastRunNow records the

@@ -200,6 +200,12 @@ type RunRecord struct {
 	// +optional
 	BytesAdded int64 `json:"bytesAdded,omitempty"`
 
+	// ConflictFiles counts input files whose rewrite the run abandoned because a concurrent commit
+	// removed or changed them (typically an upsert stream's deletion vectors). A table whose runs keep
+	// losing work this way gets its next maintenance run alone: keyed streams wait for it.
+	// +optional
+	ConflictFiles int64 `json:"conflictFiles,omitempty"`
+
 	// Shares is the progress of a run spread over several pods (OptimizePolicy spec.parallelism).
 	// +optional
 	Shares *ShareProgress `json:"shares,omitempty"`

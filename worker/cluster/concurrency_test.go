@@ -193,6 +193,9 @@ func TestOptimize_InputsRemovedOnEveryAttemptEndsWithAConflictWithinItsBounds(t 
 	if attempts != 4 || !strings.Contains(op.Message, "already re-planned 3 times") {
 		t.Fatalf("%d attempts, message %q; want the first attempt and 3 re-plans", attempts, op.Message)
 	}
+	if op.ConflictFiles != int64(attempts) {
+		t.Fatalf("conflictFiles = %d, want %d: one input lost per attempt", op.ConflictFiles, attempts)
+	}
 	if len(f.latest().Files()) != len(inputs)-attempts {
 		t.Fatalf("%d files; the failed run committed something", len(f.latest().Files()))
 	}

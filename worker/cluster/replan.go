@@ -73,6 +73,7 @@ func (r *liquidRun) cluster(ctx context.Context, snap *delta.Snapshot, sel *sele
 			}
 			return r.annotate(err)
 		}
+		op.ConflictFiles += int64(notLive(gone.latest, sel.files))
 		if why := r.stop(ctx, snap, gone.latest, time.Since(start)); why != "" {
 			return r.annotate(fmt.Errorf("%w; not re-planning: %s", err, why))
 		}
@@ -86,6 +87,17 @@ func (r *liquidRun) cluster(ctx context.Context, snap *delta.Snapshot, sel *sele
 		say(r.progress, "re-planning on version %d: %v", gone.latest.Version(), gone)
 		snap, sel = gone.latest, next
 	}
+}
+
+// notLive counts the files that are not live in snap any more (same path, deletion vector and size).
+func notLive(snap *delta.Snapshot, files []*delta.AddFile) int {
+	n := 0
+	for _, f := range files {
+		if cur, ok := snap.File(f.Key()); !ok || cur.Size != f.Size {
+			n++
+		}
+	}
+	return n
 }
 
 // stop says why the run must not re-plan on latest, or "".

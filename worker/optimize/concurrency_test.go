@@ -161,8 +161,13 @@ func TestOptimize_RetriesOnlyWhileInputsAreLive(t *testing.T) {
 					t.Fatalf("the writer left %d rows, want %d", len(afterWriter), len(before)+c.rowsAppended)
 				}
 				var dropped []string
+				lost := 0
 				for _, d := range rep.Dropped {
 					dropped = append(dropped, d.Partition)
+					lost += d.Files
+				}
+				if rep.Op.ConflictFiles != int64(lost) || (c.droppedDay != "") != (lost > 0) {
+					t.Fatalf("conflictFiles = %d, want the %d files of the dropped bins", rep.Op.ConflictFiles, lost)
 				}
 				var want []string
 				if c.droppedDay != "" {

@@ -262,6 +262,7 @@ func (r *Report) finish(err error) {
 		for _, d := range r.Dropped {
 			files += d.Files
 		}
+		op.ConflictFiles = int64(files)
 		msgs = append(msgs, fmt.Sprintf("%d bins (%d files) dropped: %s", len(r.Dropped), files, r.Dropped[0].Reason))
 	}
 	if note := r.replanNote(); note != "" {

@@ -126,6 +126,10 @@ type Op struct {
 	BytesAdded   int64   `json:"bytesAdded,omitempty"`
 	BytesRemoved int64   `json:"bytesRemoved,omitempty"`
 	RowsPurged   int64   `json:"rowsPurged,omitempty"` // deletion-vector rows dropped by rewrites
+	// ConflictFiles counts input files whose rewrite was abandoned because a concurrent commit removed or
+	// changed them (a lost conflict; re-planned files count again each time they are lost). The manager
+	// runs a table's next maintenance alone when its runs keep losing work to keyed writers.
+	ConflictFiles int64 `json:"conflictFiles,omitempty"`
 	// TempFilesRemoved and TempBytesRemoved count the temp files and incomplete uploads of interrupted
 	// writes that vacuum and log cleanup removed (not part of FilesRemoved).
 	TempFilesRemoved int64 `json:"tempFilesRemoved,omitempty"`
