@@ -162,6 +162,9 @@ func SetupWithManager(mgr ctrl.Manager, cfg Config) error {
 	if err := mgr.Add(manager.RunnableFunc(admission.refreshMetrics)); err != nil {
 		return fmt.Errorf("add the admission metrics: %w", err)
 	}
+	if err := mgr.Add(manager.RunnableFunc(lock.sweepStaleLocks)); err != nil {
+		return fmt.Errorf("add the stale lock sweep: %w", err)
+	}
 	base := reconcilerBase{Client: mgr.GetClient(), Clock: cfg.Clock, Recorder: recorder, Lock: lock, WorkerImage: cfg.WorkerImage,
 		AllowedImages: cfg.AllowedImages, APIReader: mgr.GetAPIReader(), Admission: admission}
 	if err := indexTableIdentity(context.Background(), mgr.GetFieldIndexer()); err != nil {
