@@ -104,7 +104,8 @@ func (p *policyPass) resumeAlone(ctx context.Context, w *wakeup) error {
 		patch := client.MergeFrom(j.DeepCopy())
 		j.Spec.Suspend = ptr.To(false)
 		j.Annotations[deltav1.AnnotationResumedTime] = p.now.UTC().Format(time.RFC3339)
-		if err := p.r.Patch(ctx, j, patch); client.IgnoreNotFound(err) != nil {
+		err = p.r.Patch(ctx, j, patch)
+		if client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("resume Job %s/%s: %w", j.Namespace, j.Name, err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Resumed maintenance Job to run alone on the table", "job", j.Name, "table", table)
