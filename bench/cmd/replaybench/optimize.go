@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -32,20 +33,24 @@ const freshDay = "2099-01-01"
 //  3. append `small` real files to partition freshDay (one commit each, as small writers do);
 //  4. OPTIMIZE WHERE day = freshDay: plan over every live file, rewrite the real ones, commit on the
 //     1,000,000-file snapshot.
-func runOptimize(ctx context.Context, dir string, small int, only string) error {
+func runOptimize(ctx context.Context, dir string, small int, only string, run optimizeRun) error {
 	store, err := storage.NewLocal(dir)
 	if err != nil {
 		return err
 	}
 	tbl := delta.NewTable(store)
 	start := time.Now()
-	snap, err := tbl.Latest(ctx)
+	snap, err := run.load(ctx, tbl)
 	if err != nil {
 		return err
 	}
-	phase("load", start, map[string]any{"files": snap.NumFiles()})
+	phase("load", start, map[string]any{"files": snap.NumFiles(), "full": run.full})
 	if only == "" || only == "plan" {
-		if err := planAll(ctx, snap); err != nil || only == "plan" {
+		rep, err := planAll(ctx, snap)
+		if err == nil && only == "plan" {
+			err = run.profile(rep)
+		}
+		if err != nil || only == "plan" {
 			return err
 		}
 	}
@@ -54,24 +59,53 @@ func runOptimize(ctx context.Context, dir string, small int, only string) error 
 			return err
 		}
 		start = time.Now()
-		if snap, err = tbl.Latest(ctx); err != nil {
+		if snap, err = run.load(ctx, tbl); err != nil {
 			return err
 		}
 		phase("reload", start, map[string]any{"files": snap.NumFiles()})
 	}
-	return commitWhere(ctx, tbl, snap)
+	return commitWhere(ctx, tbl, snap, run)
 }
 
-// planAll plans a compaction of every file (dry run).
-func planAll(ctx context.Context, snap *delta.Snapshot) error {
-	start := time.Now()
-	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{DryRun: true, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
+// optimizeRun is how the optimize measurement loads its snapshots and what it records.
+type optimizeRun struct {
+	full       bool   // every file's statistics, as before optimize.LoadOptions
+	memProfile string // heap profile after the plan or the commit
+}
+
+func (r optimizeRun) load(ctx context.Context, tbl *delta.Table) (*delta.Snapshot, error) {
+	if r.full {
+		return tbl.Latest(ctx)
+	}
+	return tbl.LatestWith(ctx, optimize.LoadOptions)
+}
+
+// profile writes the heap profile while rep (and its snapshot) is still live.
+func (r optimizeRun) profile(rep *optimize.Report) error {
+	if r.memProfile == "" {
+		return nil
+	}
+	f, err := os.Create(r.memProfile)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	runtime.KeepAlive(rep)
+	return err
+}
+
+// planAll plans a compaction of every file (dry run).
+func planAll(ctx context.Context, snap *delta.Snapshot) (*optimize.Report, error) {
+	start := time.Now()
+	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{DryRun: true, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
+	if err != nil {
+		return nil, err
+	}
 	n, bytes := rep.Plan.Files()
 	phase("plan-all", start, map[string]any{"bins": len(rep.Plan.Bins), "files": n, "bytes": bytes, "msg": rep.Op.Message})
-	return nil
+	return rep, nil
 }
 
 // appendSmall appends small real files to partition freshDay, one commit each.
@@ -92,7 +126,7 @@ func appendSmall(ctx context.Context, tbl *delta.Table, small int) error {
 
 // commitWhere compacts partition freshDay: the plan considers every live file, the commit lands on the
 // 1,000,000-file snapshot.
-func commitWhere(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot) error {
+func commitWhere(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, run optimizeRun) error {
 	where, err := expr.Parse("day = '" + freshDay + "'")
 	if err != nil {
 		return err
@@ -104,11 +138,16 @@ func commitWhere(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot) er
 	}
 	phase("optimize-where", start, map[string]any{"considered": rep.Plan.ConsideredFiles, "removed": rep.FilesRemoved,
 		"added": rep.FilesAdded, "commits": fmt.Sprint(rep.Commits), "msg": rep.Op.Message})
-	after, err := tbl.Latest(ctx)
+	if err := run.profile(rep); err != nil {
+		return err
+	}
+	want := snap.NumFiles() - rep.FilesRemoved + rep.FilesAdded
+	snap, rep = nil, nil // the check below is not part of the measurement: let the GC have them
+	after, err := run.load(ctx, tbl)
 	if err != nil {
 		return err
 	}
-	if want := snap.NumFiles() - rep.FilesRemoved + rep.FilesAdded; after.NumFiles() != want {
+	if after.NumFiles() != want {
 		return fmt.Errorf("after the commit %d live files, want %d", after.NumFiles(), want)
 	}
 	return nil
