@@ -33,6 +33,9 @@ type TableState struct {
 	Properties        TableProperties
 	Timestamp         time.Time
 	InCommitTimestamp *int64
+	// Clustered is true when the table has clustering columns (or its clustering domain does not
+	// parse): commands choose by it how to load the files (LoadOptions) before loading them.
+	Clustered bool
 }
 
 // State loads the protocol, metadata and timestamp of version v (NoVersion = latest) without
@@ -42,7 +45,9 @@ func (t *Table) State(ctx context.Context, v Version) (*TableState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &TableState{Version: s.version, Protocol: s.protocol, Metadata: s.metadata, Properties: s.props, Timestamp: s.timestamp, InCommitTimestamp: s.ict}, nil
+	cols, clustered, cerr := s.ClusteringColumns()
+	return &TableState{Version: s.version, Protocol: s.protocol, Metadata: s.metadata, Properties: s.props, Timestamp: s.timestamp,
+		InCommitTimestamp: s.ict, Clustered: cerr != nil || clustered && len(cols) > 0}, nil
 }
 
 // vanishedLogRetries bounds how often load lists the log again after a file it listed could not be

@@ -199,3 +199,27 @@ func TestRemoveKeepingRowCounts_FromFullSnapshot(t *testing.T) {
 		t.Fatalf("remove statistics %v, want %v", got, want)
 	}
 }
+
+// TestChunkedBuffer_JoinsWritesInOrder: writes of every size, across chunk boundaries, come back
+// byte for byte.
+func TestChunkedBuffer_JoinsWritesInOrder(t *testing.T) {
+	var b chunkedBuffer
+	var want []byte
+	for i := range 3000 {
+		p := []byte(strings.Repeat(string(rune('a'+i%26)), i%997))
+		if i%500 == 0 {
+			p = make([]byte, 3*maxCommitChunk/2) // one write larger than a chunk
+			p[0], p[len(p)-1] = byte(i), byte(i>>8)
+		}
+		if n, err := b.Write(p); n != len(p) || err != nil {
+			t.Fatalf("Write: %d, %v", n, err)
+		}
+		want = append(want, p...)
+	}
+	if len(b.chunks) < 2 {
+		t.Fatalf("%d chunks: the test did not cross a chunk boundary", len(b.chunks))
+	}
+	if got := b.Bytes(); string(got) != string(want) {
+		t.Fatalf("got %d bytes, want %d (contents differ)", len(got), len(want))
+	}
+}

@@ -146,8 +146,9 @@ func (tx *Transaction) Remove(dataChange bool, files ...*AddFile) {
 	now := tx.table.clock.Now().UnixMilli()
 	for _, f := range files {
 		tx.removes = append(tx.removes, f.Remove(now, dataChange))
+		// Not in readFiles as well: a removed file conflicts as removed (ConcurrentDeleteDelete)
+		// whether or not it was read, and a million-file rewrite would hold a second map of paths.
 		tx.removedPaths[f.Path] = true
-		tx.readFiles[f.Path] = true
 	}
 }
 

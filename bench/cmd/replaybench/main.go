@@ -47,7 +47,7 @@ func main() {
 	files := fs.Int("files", 1_000_000, "live files at the latest version")
 	commits := fs.Int("commits", 100, "JSON commits after the checkpoint")
 	runs := fs.Int("runs", 3, "measurements per tool")
-	only := fs.String("only", "", "optimize: plan | append | commit (one group of phases per process)")
+	only := fs.String("only", "", "optimize: plan | append | commit | commit-all (one group of phases per process)")
 	small := fs.Int("small", 20, "optimize: real small files appended to a fresh partition and compacted")
 	threads := fs.Int("duck-threads", 0, "DuckDB threads (0 = DuckDB's default, all cores)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measurement (load) to this file")

@@ -27,7 +27,8 @@ const freshDay = "2099-01-01"
 // runOptimize plans and commits an OPTIMIZE on the 1,000,000-file table, phase by phase, printing
 // one JSON line per phase with its time and the process's peak RSS so far (VmHWM) and live heap.
 // only runs one group of phases, so that each process's peak RSS is that group's: "plan" (1, 2),
-// "append" (3), "commit" (1, 4); "" runs them all:
+// "append" (3), "commit" (1, 4); "" runs them all. "commit-all" (commitall.go) commits the removal of
+// every file instead:
 //  1. load the latest snapshot;
 //  2. plan a compaction of every file (dry run: the plan bin-packs all 1,000,000 candidates);
 //  3. append `small` real files to partition freshDay (one commit each, as small writers do);
@@ -45,6 +46,9 @@ func runOptimize(ctx context.Context, dir string, small int, only string, run op
 		return err
 	}
 	phase("load", start, map[string]any{"files": snap.NumFiles(), "full": run.full})
+	if only == "commit-all" {
+		return commitAll(ctx, snap, run)
+	}
 	if only == "" || only == "plan" {
 		rep, err := planAll(ctx, snap)
 		if err == nil && only == "plan" {
@@ -64,7 +68,19 @@ func runOptimize(ctx context.Context, dir string, small int, only string, run op
 		}
 		phase("reload", start, map[string]any{"files": snap.NumFiles()})
 	}
-	return commitWhere(ctx, tbl, snap, run)
+	want, err := commitWhere(ctx, snap, run)
+	if err != nil {
+		return err
+	}
+	// Not part of the measurement: the snapshot and the report above are garbage by now.
+	after, err := run.load(ctx, tbl)
+	if err != nil {
+		return err
+	}
+	if after.NumFiles() != want {
+		return fmt.Errorf("after the commit %d live files, want %d", after.NumFiles(), want)
+	}
+	return nil
 }
 
 // optimizeRun is how the optimize measurement loads its snapshots and what it records.
@@ -125,32 +141,23 @@ func appendSmall(ctx context.Context, tbl *delta.Table, small int) error {
 }
 
 // commitWhere compacts partition freshDay: the plan considers every live file, the commit lands on the
-// 1,000,000-file snapshot.
-func commitWhere(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, run optimizeRun) error {
+// 1,000,000-file snapshot. It returns the number of live files the commit leaves.
+func commitWhere(ctx context.Context, snap *delta.Snapshot, run optimizeRun) (int, error) {
 	where, err := expr.Parse("day = '" + freshDay + "'")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	start := time.Now()
 	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{Where: where, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	phase("optimize-where", start, map[string]any{"considered": rep.Plan.ConsideredFiles, "removed": rep.FilesRemoved,
 		"added": rep.FilesAdded, "commits": fmt.Sprint(rep.Commits), "msg": rep.Op.Message})
 	if err := run.profile(rep); err != nil {
-		return err
+		return 0, err
 	}
-	want := snap.NumFiles() - rep.FilesRemoved + rep.FilesAdded
-	snap, rep = nil, nil // the check below is not part of the measurement: let the GC have them
-	after, err := run.load(ctx, tbl)
-	if err != nil {
-		return err
-	}
-	if after.NumFiles() != want {
-		return fmt.Errorf("after the commit %d live files, want %d", after.NumFiles(), want)
-	}
-	return nil
+	return snap.NumFiles() - rep.FilesRemoved + rep.FilesAdded, nil
 }
 
 // freshRows are n rows of the table's schema in partition freshDay.
