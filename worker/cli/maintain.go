@@ -200,7 +200,7 @@ func maintainError(res *result.Result, errs []error) error {
 func maintainLayout(e *env, tbl *delta.Table, f *maintainFlags, opts optimize.Options, zorder []string, step func(*result.Op, error)) {
 	notClustered := &result.Op{Name: "cluster", Outcome: result.NothingToDo,
 		Message: "the table has no clustering columns; nothing to cluster (declare them with inspect --cluster-by)"}
-	snap, err := tbl.Latest(e.ctx)
+	snap, err := loadForLayout(e.ctx, tbl, zorder)
 	if err != nil {
 		step(&result.Op{Name: "optimize"}, err)
 		return

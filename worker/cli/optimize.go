@@ -139,7 +139,7 @@ func optimizeCommand(e *env, location string, f *optimizeFlags, cf clusterFlags,
 	if err != nil {
 		return nil, err
 	}
-	snap, err := tbl.Latest(e.ctx)
+	snap, err := loadForLayout(e.ctx, tbl, zorder)
 	if err != nil {
 		return nil, tableError(err)
 	}
@@ -221,6 +221,23 @@ func optimizeStep(e *env, snap *delta.Snapshot, opts optimize.Options, zorder []
 		return nil, nil, err
 	}
 	return &rep.Op, rep, err
+}
+
+// loadForLayout loads the snapshot optimizeStep works on: with row counts only when it will bin-pack
+// (an unclustered table, no Z-order), which is a third of the memory of a million-file snapshot; in
+// full for clustering and Z-order, which read the files' statistics. A table clustered between the two
+// loads is refused by the compaction, as any clustered table is.
+func loadForLayout(ctx context.Context, tbl *delta.Table, zorder []string) (*delta.Snapshot, error) {
+	if len(zorder) == 0 {
+		st, err := tbl.State(ctx, delta.NoVersion)
+		if err != nil {
+			return nil, err
+		}
+		if !st.Clustered {
+			return tbl.LatestWith(ctx, optimize.LoadOptions)
+		}
+	}
+	return tbl.Latest(ctx)
 }
 
 func renamed(op *result.Op, name string) *result.Op {

@@ -45,6 +45,8 @@ type ckDecoder struct {
 	// map entries (pvKey).
 	pvs   map[string]PartitionValues
 	pvKey []byte
+	// rowCountsOnly keeps only numRecords of the statistics (LoadOptions.RowCountsOnly).
+	rowCountsOnly bool
 }
 
 // pvCacheLimit bounds the partitionValues cache like the interner: beyond it, high-cardinality
@@ -100,6 +102,14 @@ func (d *ckDecoder) newAdd() *AddFile {
 	a := &d.adds[0]
 	d.adds = d.adds[1:]
 	return a
+}
+
+// stats keeps an add's statistics string: all of it, or its row count alone.
+func (d *ckDecoder) stats(b []byte) string {
+	if d.rowCountsOnly {
+		return rowCountStatsBytes(d.in, b)
+	}
+	return d.strs.str(b)
 }
 
 // long returns element i of v as a fresh *int64, nil when null.
@@ -312,7 +322,7 @@ func (d *ckDecoder) columnDecoder(f *types.StructField, v *parquetio.Vector, sp 
 				Size:                    size.Long(i),
 				ModificationTime:        mtime.Long(i),
 				DataChange:              dc.Bool(i),
-				Stats:                   d.strs.str(stats.Bytes(i)),
+				Stats:                   d.stats(stats.Bytes(i)),
 				Tags:                    d.strMap(tags, i),
 				DeletionVector:          d.dv(&dvc, i),
 				BaseRowID:               d.long(baseRowID, i),
@@ -325,6 +335,9 @@ func (d *ckDecoder) columnDecoder(f *types.StructField, v *parquetio.Vector, sp 
 					return ckItem{}, false, fmt.Errorf("add %s: stats_parsed: %w", a.Path, err)
 				}
 				a.Stats = string(js)
+				if d.rowCountsOnly {
+					a.Stats = rowCountStats(d.in, a.Stats)
+				}
 			}
 			return ckItem{add: a}, true, nil
 		}

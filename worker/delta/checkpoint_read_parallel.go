@@ -96,6 +96,7 @@ func runCkTasks(ctx context.Context, tasks []*ckTask, st *replayState) error {
 	if workers <= 1 {
 		d := newCkDecoder(st.seed)
 		d.in = st.in
+		d.rowCountsOnly = st.rowCountsOnly
 		for _, task := range tasks {
 			err := task.src.f.read(ctx, task.req, task.r, d, func(items []ckItem) error {
 				st.applyItems(items)
@@ -127,6 +128,7 @@ func runCkTasks(ctx context.Context, tasks []*ckTask, st *replayState) error {
 		go func() {
 			defer wg.Done()
 			d := newCkDecoder(st.seed)
+			d.rowCountsOnly = st.rowCountsOnly
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(tasks) {

@@ -96,6 +96,10 @@ type checkpointWriter struct {
 }
 
 func newCheckpointWriter(snap *Snapshot, nowMillis int64) (*checkpointWriter, error) {
+	if snap.rowCountsOnly {
+		// The checkpoint would replace every file's statistics by its row count for good.
+		return nil, snap.errRowCountsOnly("write a checkpoint")
+	}
 	asJSON, err := snap.props.WriteStatsAsJSON()
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -306,7 +305,17 @@ func (tx *Transaction) serialize(state commitState, rows *rowIDAssignment) ([]by
 	now := tx.table.clock.Now().UnixMilli()
 	md := tx.metadata()
 	props := TableProperties(md.Configuration)
-	var actions []Action
+	// The actions are encoded as they come, without a slice of them: a rewrite of a million files
+	// would hold a million more Actions and grow a buffer of 270 MB by doubling.
+	var buf chunkedBuffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	put := func(a Action) error {
+		if err := enc.Encode(&a); err != nil {
+			return fmt.Errorf("table %s: encode commit: %w", tx.table.Location(), err)
+		}
+		return nil
+	}
 
 	ci := tx.commitInfo(now)
 	if props.InCommitTimestampsEnabled() {
@@ -321,15 +330,23 @@ func (tx *Transaction) serialize(state commitState, rows *rowIDAssignment) ([]by
 			md.Configuration[PropICTEnablementTimestamp] = itoa(ict)
 		}
 	}
-	actions = append(actions, Action{CommitInfo: ci})
+	if err := put(Action{CommitInfo: ci}); err != nil {
+		return nil, err
+	}
 	if tx.newProtocol != nil {
-		actions = append(actions, Action{Protocol: tx.newProtocol})
+		if err := put(Action{Protocol: tx.newProtocol}); err != nil {
+			return nil, err
+		}
 	}
 	if tx.newMetadata != nil {
-		actions = append(actions, Action{MetaData: tx.newMetadata})
+		if err := put(Action{MetaData: tx.newMetadata}); err != nil {
+			return nil, err
+		}
 	}
 	for _, id := range sortedKeys(tx.txns) {
-		actions = append(actions, Action{Txn: tx.txns[id]})
+		if err := put(Action{Txn: tx.txns[id]}); err != nil {
+			return nil, err
+		}
 	}
 	domains := make(map[string]*DomainMetadata, len(tx.domains)+1)
 	for k, v := range tx.domains {
@@ -341,20 +358,18 @@ func (tx *Transaction) serialize(state commitState, rows *rowIDAssignment) ([]by
 		}
 	}
 	for _, d := range sortedKeys(domains) {
-		actions = append(actions, Action{DomainMetadata: domains[d]})
+		if err := put(Action{DomainMetadata: domains[d]}); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range tx.removes {
-		actions = append(actions, Action{Remove: r})
+		if err := put(Action{Remove: r}); err != nil {
+			return nil, err
+		}
 	}
 	for _, a := range tx.adds {
-		actions = append(actions, Action{Add: a})
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	for i := range actions {
-		if err := enc.Encode(&actions[i]); err != nil {
-			return nil, fmt.Errorf("table %s: encode commit: %w", tx.table.Location(), err)
+		if err := put(Action{Add: a}); err != nil {
+			return nil, err
 		}
 	}
 	return buf.Bytes(), nil

@@ -44,6 +44,11 @@ func (tx *Transaction) validate() error {
 		if err := tx.checkPartitionValues(a); err != nil {
 			return fail("%v", err)
 		}
+		if _, live := tx.snap.livePath(a.Path); live && tx.snap.rowCountsOnly {
+			// A live file re-added from this snapshot (a new DV, a tag) would carry the row count
+			// in place of its statistics.
+			return fail("file %s is live and the snapshot was loaded with row counts only; load it in full to re-add a file", a.Path)
+		}
 		// Re-adding a live path with another DV is only legal together with removing the old one.
 		if old, ok := tx.snap.livePath(a.Path); ok && old.DeletionVector.UniqueID() != a.DeletionVector.UniqueID() && !tx.removedPaths[a.Path] {
 			return fail("file %s is already in the table with another deletion vector and is not removed", a.Path)

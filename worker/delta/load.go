@@ -13,14 +13,16 @@ import (
 var ErrIncompleteLog = errors.New("delta log has no protocol or metadata")
 
 // Latest loads the snapshot of the newest version.
-func (t *Table) Latest(ctx context.Context) (*Snapshot, error) { return t.load(ctx, NoVersion, false) }
+func (t *Table) Latest(ctx context.Context) (*Snapshot, error) {
+	return t.load(ctx, NoVersion, loadConfig{})
+}
 
 // At loads the snapshot of version v (time travel).
 func (t *Table) At(ctx context.Context, v Version) (*Snapshot, error) {
 	if v < 0 {
 		return nil, fmt.Errorf("table %s: version %d is negative", t.Location(), v)
 	}
-	return t.load(ctx, v, false)
+	return t.load(ctx, v, loadConfig{})
 }
 
 // TableState is a table's protocol, metadata and commit time at one version, without its files.
@@ -31,16 +33,21 @@ type TableState struct {
 	Properties        TableProperties
 	Timestamp         time.Time
 	InCommitTimestamp *int64
+	// Clustered is true when the table has clustering columns (or its clustering domain does not
+	// parse): commands choose by it how to load the files (LoadOptions) before loading them.
+	Clustered bool
 }
 
 // State loads the protocol, metadata and timestamp of version v (NoVersion = latest) without
 // reading any file actions: for a million-file table it reads the checkpoint's small columns only.
 func (t *Table) State(ctx context.Context, v Version) (*TableState, error) {
-	s, err := t.load(ctx, v, true)
+	s, err := t.load(ctx, v, loadConfig{metadataOnly: true})
 	if err != nil {
 		return nil, err
 	}
-	return &TableState{Version: s.version, Protocol: s.protocol, Metadata: s.metadata, Properties: s.props, Timestamp: s.timestamp, InCommitTimestamp: s.ict}, nil
+	cols, clustered, cerr := s.ClusteringColumns()
+	return &TableState{Version: s.version, Protocol: s.protocol, Metadata: s.metadata, Properties: s.props, Timestamp: s.timestamp,
+		InCommitTimestamp: s.ict, Clustered: cerr != nil || clustered && len(cols) > 0}, nil
 }
 
 // vanishedLogRetries bounds how often load lists the log again after a file it listed could not be
@@ -51,9 +58,9 @@ var vanishedLogRetries = []time.Duration{50 * time.Millisecond, 250 * time.Milli
 // opened is not yet corruption: a concurrent log cleanup may have deleted it after writing a newer
 // checkpoint, and a store may briefly list an object it cannot serve yet. The log is listed again (a
 // few times, with pauses) and only a file that stays listed and missing fails the load, as corruption.
-func (t *Table) load(ctx context.Context, target Version, metadataOnly bool) (*Snapshot, error) {
+func (t *Table) load(ctx context.Context, target Version, cfg loadConfig) (*Snapshot, error) {
 	for attempt := 0; ; attempt++ {
-		snap, err := t.loadOnce(ctx, target, metadataOnly)
+		snap, err := t.loadOnce(ctx, target, cfg)
 		if err == nil || !errors.Is(err, storage.ErrNotFound) || attempt >= len(vanishedLogRetries) || ctx.Err() != nil {
 			return snap, err
 		}
@@ -63,7 +70,7 @@ func (t *Table) load(ctx context.Context, target Version, metadataOnly bool) (*S
 	}
 }
 
-func (t *Table) loadOnce(ctx context.Context, target Version, metadataOnly bool) (*Snapshot, error) {
+func (t *Table) loadOnce(ctx context.Context, target Version, cfg loadConfig) (*Snapshot, error) {
 	l, full, err := t.listForTarget(ctx, target)
 	if err != nil {
 		return nil, err
@@ -92,7 +99,7 @@ func (t *Table) loadOnce(ctx context.Context, target Version, metadataOnly bool)
 		if err != nil {
 			return nil, err
 		}
-		snap, err := t.replay(ctx, seg, metadataOnly)
+		snap, err := t.replay(ctx, seg, cfg)
 		if err == nil {
 			return snap, nil
 		}
@@ -158,9 +165,10 @@ func (e *checkpointReadError) Error() string {
 func (e *checkpointReadError) Unwrap() error { return e.err }
 
 // replay reconstructs the snapshot of a segment.
-func (t *Table) replay(ctx context.Context, seg *logSegment, metadataOnly bool) (*Snapshot, error) {
+func (t *Table) replay(ctx context.Context, seg *logSegment, cfg loadConfig) (*Snapshot, error) {
 	st := newReplayState()
-	st.metadataOnly = metadataOnly
+	st.metadataOnly = cfg.metadataOnly
+	st.rowCountsOnly = cfg.rowCountsOnly
 	// The commits after the checkpoint are parsed while the checkpoint is decoded; they are
 	// applied after it, in order.
 	commits := startCommitReader(ctx, t.store, seg.deltas, seg.version)
@@ -375,7 +383,7 @@ func (t *Table) finish(seg *logSegment, st *replayState, ci *CommitInfo) (*Snaps
 	files := st.liveFiles() // compacts the index's positions too: before st.files is taken
 	s := &Snapshot{
 		table: t, version: seg.version, protocol: *st.protocol, metadata: *st.metadata,
-		schema: schema, props: props, mode: mode, segment: seg, commitInfo: ci,
+		schema: schema, props: props, mode: mode, segment: seg, commitInfo: ci, rowCountsOnly: st.rowCountsOnly,
 		files: files, tombstones: st.liveTombstones(), byKey: st.files,
 		txns: make(map[string]SetTransaction, len(st.txns)), domains: make(map[string]DomainMetadata, len(st.domains)),
 	}

@@ -57,10 +57,12 @@ type replayState struct {
 	in         *interner
 	// metadataOnly skips file actions (State, time travel by timestamp).
 	metadataOnly bool
-	seed         maphash.Seed // of both indexes; decoders hash keys with it
-	liveBytes    int64        // the sum of the live files' sizes
-	sawDV        bool         // some add had a deletion vector
-	sink         uint64       // keeps applyItems' cache-warming loads
+	// rowCountsOnly keeps only numRecords of each add's statistics (LoadOptions.RowCountsOnly).
+	rowCountsOnly bool
+	seed          maphash.Seed // of both indexes; decoders hash keys with it
+	liveBytes     int64        // the sum of the live files' sizes
+	sawDV         bool         // some add had a deletion vector
+	sink          uint64       // keeps applyItems' cache-warming loads
 }
 
 func newReplayState() *replayState {
@@ -83,6 +85,9 @@ func (s *replayState) apply(a *Action) {
 	switch {
 	case a.Add != nil:
 		a.Add.PartitionValues = s.in.partitionValues(a.Add.PartitionValues)
+		if s.rowCountsOnly {
+			a.Add.Stats = rowCountStats(s.in, a.Add.Stats)
+		}
 		s.addFile(a.Add, fileHash(s.seed, a.Add.Path, a.Add.DeletionVector))
 	case a.Remove != nil:
 		a.Remove.PartitionValues = s.in.partitionValues(a.Remove.PartitionValues)

@@ -32,6 +32,8 @@ type Snapshot struct {
 	ict        *int64
 	segment    *logSegment
 	totalBytes int64
+	// rowCountsOnly: the files' Stats hold numRecords only (LoadOptions.RowCountsOnly).
+	rowCountsOnly bool
 	// writeViolation is a validation failure that blocks every operation but OpRead
 	// (validate_state.go).
 	writeViolation error
@@ -207,6 +209,9 @@ func (s *Snapshot) PartitionKey(f *AddFile) (string, error) {
 
 // Stats parses a file's statistics against the table schema; ok=false when the file has none.
 func (s *Snapshot) Stats(f *AddFile) (*FileStats, bool, error) {
+	if s.rowCountsOnly {
+		return nil, false, s.errRowCountsOnly("parse the statistics of " + f.Path)
+	}
 	if f.Stats == "" {
 		return nil, false, nil
 	}

@@ -56,7 +56,7 @@ func AutoCompact(ctx context.Context, tbl *delta.Table, committed *delta.CommitR
 	if committed == nil || len(added) == 0 {
 		return nil, nil
 	}
-	snap, err := tbl.Latest(ctx)
+	snap, err := tbl.LatestWith(ctx, LoadOptions)
 	if err != nil {
 		return nil, err
 	}

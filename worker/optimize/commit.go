@@ -70,7 +70,7 @@ func (c *committer) commit(ctx context.Context, batch []*rewritten) error {
 			abortAll(ctx, batch)
 			return fmt.Errorf("giving up after %d conflicting commits: %w", round+1, err)
 		}
-		latest, lerr := c.tbl.Latest(ctx)
+		latest, lerr := c.tbl.LatestWith(ctx, c.base.LoadOptions())
 		if lerr != nil {
 			abortAll(ctx, batch)
 			return errors.Join(err, lerr)
@@ -117,7 +117,7 @@ func (c *committer) transaction(batch []*rewritten) (*delta.Transaction, error) 
 			if n, ok := rw.bin.footerRows[f.Key()]; ok {
 				live = live.WithNumRecords(n)
 			}
-			tx.Remove(false, live)
+			tx.RemoveKeepingRowCounts(false, live)
 		}
 		tx.Add(rw.adds...)
 		m.addBin(rw)

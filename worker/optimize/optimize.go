@@ -93,9 +93,14 @@ type DroppedBin struct {
 	Reason    string
 }
 
+// LoadOptions are what compaction needs of a snapshot: sizes, partition values, deletion vectors,
+// tags and row counts, not the files' column statistics. Callers that load the snapshot they pass to
+// RunSnapshot load it with these; a snapshot loaded in full gives the same commit.
+var LoadOptions = delta.LoadOptions{RowCountsOnly: true}
+
 // Run compacts the latest snapshot of tbl.
 func Run(ctx context.Context, tbl *delta.Table, opts Options, progress func(string)) (*Report, error) {
-	snap, err := tbl.Latest(ctx)
+	snap, err := tbl.LatestWith(ctx, LoadOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -210,8 +215,10 @@ func partitionFilter(snap *delta.Snapshot, where *expr.Expr) (func(*delta.AddFil
 		return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("--where: %w", err))
 	}
 	// MightMatch is exact on partition values; a value that does not parse keeps the file, which
-	// only widens the compaction.
-	return func(f *delta.AddFile) bool { return pred.MightMatch(table.FileFacts(snap, f)) }, nil
+	// only widens the compaction. The predicate names partition columns only, so its answer is the
+	// partition's: evaluated once per partition.
+	memo := newPartitionMemo(func(f *delta.AddFile) (bool, error) { return pred.MightMatch(table.FileFacts(snap, f)), nil })
+	return func(f *delta.AddFile) bool { ok, _ := memo.get(f); return ok }, nil
 }
 
 // operationParameters are Spark's OPTIMIZE parameters: the predicate as a JSON list, zOrderBy, auto.

@@ -68,6 +68,8 @@ type planConfig struct {
 // plan bin-packs the candidates of a snapshot (OptimizeExecutor.optimize, steps 1-4).
 func plan(snap *delta.Snapshot, cfg planConfig) (*Plan, error) {
 	p := &Plan{Snapshot: snap, Target: cfg.target, MinFileSize: cfg.minFileSize}
+	loc := snap.Table().Location()
+	keys := newPartitionMemo(snap.PartitionKey)
 	byPartition := map[string][]*delta.AddFile{}
 	for _, f := range snap.Files() {
 		if cfg.include != nil && !cfg.include(f) {
@@ -77,27 +79,27 @@ func plan(snap *delta.Snapshot, cfg planConfig) (*Plan, error) {
 		if !isCandidate(f, cfg) {
 			continue
 		}
-		if _, err := delta.ObjectKey(snap.Table().Location(), f.Path); err != nil {
+		if _, err := delta.ObjectKey(loc, f.Path); err != nil {
 			// A file of a shallow clone elsewhere: the outputs could not be written next to it, and the
 			// table store cannot open it. Leave it alone.
 			p.Unreadable++
 			continue
 		}
-		key, err := snap.PartitionKey(f)
+		key, err := keys.get(f)
 		if err != nil {
 			return nil, fmt.Errorf("file %s: %w", f.Path, err)
 		}
 		byPartition[key] = append(byPartition[key], f)
 		p.CandidateFiles++
 	}
-	keys := make([]string, 0, len(byPartition))
+	partitions := make([]string, 0, len(byPartition))
 	for k := range byPartition {
-		keys = append(keys, k)
+		partitions = append(partitions, k)
 	}
-	slices.Sort(keys)
+	slices.Sort(partitions)
 	rewritten := 0
 	var err error
-	for _, k := range keys {
+	for _, k := range partitions {
 		bins := packBins(k, byPartition[k], cfg)
 		if len(bins) > 0 {
 			p.Partitions++
@@ -109,6 +111,7 @@ func plan(snap *delta.Snapshot, cfg planConfig) (*Plan, error) {
 			}
 		}
 		p.Bins = append(p.Bins, bins...)
+		delete(byPartition, k) // the bins hold what is still needed of it
 	}
 	p.SkippedFiles = p.ConsideredFiles - rewritten
 	return p, nil
@@ -134,10 +137,9 @@ func isCandidate(f *delta.AddFile, cfg planConfig) bool {
 // packBins fills bins greedily with the partition's files in ascending size order, closing a bin when
 // the next file would take it over target. A bin of one file is kept only when the file carries a
 // deletion vector or holds no rows at all (its rewrite removes it and adds nothing), since rewriting
-// a lone file otherwise gains nothing.
+// a lone file otherwise gains nothing. It sorts files in place.
 func packBins(partition string, files []*delta.AddFile, cfg planConfig) []*Bin {
 	target := cfg.target
-	files = slices.Clone(files)
 	slices.SortStableFunc(files, func(a, b *delta.AddFile) int {
 		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Path, b.Path))
 	})

@@ -40,7 +40,7 @@ func replanDropped(ctx context.Context, tbl *delta.Table, cfg planConfig, opts O
 		start := time.Now()
 		files := rep.replan
 		rep.replan = nil
-		latest, err := tbl.Latest(ctx)
+		latest, err := tbl.LatestWith(ctx, LoadOptions)
 		if err != nil {
 			return fmt.Errorf("re-plan dropped bins: %w", err)
 		}

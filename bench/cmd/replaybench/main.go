@@ -6,7 +6,8 @@
 //	replaybench gen  -dir D [-files 1000000 -commits 100]   write the table's log
 //	replaybench run  -dir D [-runs 3]                        measure both, print a Markdown table
 //	replaybench load|duck|duck-stats -dir D                  one measurement (used by run)
-//	replaybench optimize -dir D [-small 20] [-only P]        plan and commit an OPTIMIZE on the table (it changes it)
+//	replaybench optimize -dir D [-small 20] [-only P] [-full] [-memprofile F]
+//	                                                         plan and commit an OPTIMIZE on the table (it changes it)
 package main
 
 import (
@@ -46,10 +47,12 @@ func main() {
 	files := fs.Int("files", 1_000_000, "live files at the latest version")
 	commits := fs.Int("commits", 100, "JSON commits after the checkpoint")
 	runs := fs.Int("runs", 3, "measurements per tool")
-	only := fs.String("only", "", "optimize: plan | append | commit (one group of phases per process)")
+	only := fs.String("only", "", "optimize: plan | append | commit | commit-all (one group of phases per process)")
 	small := fs.Int("small", 20, "optimize: real small files appended to a fresh partition and compacted")
 	threads := fs.Int("duck-threads", 0, "DuckDB threads (0 = DuckDB's default, all cores)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measurement (load) to this file")
+	memProfile := fs.String("memprofile", "", "optimize: write a heap profile (live objects) after the plan or the commit to this file")
+	full := fs.Bool("full", false, "optimize: load every file's statistics (delta.Table.Latest), not only row counts (optimize.LoadOptions)")
 	fs.Parse(os.Args[2:])
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -79,7 +82,7 @@ func main() {
 	case "duck-stats":
 		err = emit(loadDuck(*dir, *threads, true))
 	case "optimize":
-		err = runOptimize(ctx, *dir, *small, *only)
+		err = runOptimize(ctx, *dir, *small, *only, optimizeRun{full: *full, memProfile: *memProfile})
 	case "run":
 		err = runAll(*dir, *runs, *threads)
 	default:

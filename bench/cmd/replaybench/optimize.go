@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -26,26 +27,34 @@ const freshDay = "2099-01-01"
 // runOptimize plans and commits an OPTIMIZE on the 1,000,000-file table, phase by phase, printing
 // one JSON line per phase with its time and the process's peak RSS so far (VmHWM) and live heap.
 // only runs one group of phases, so that each process's peak RSS is that group's: "plan" (1, 2),
-// "append" (3), "commit" (1, 4); "" runs them all:
+// "append" (3), "commit" (1, 4); "" runs them all. "commit-all" (commitall.go) commits the removal of
+// every file instead:
 //  1. load the latest snapshot;
 //  2. plan a compaction of every file (dry run: the plan bin-packs all 1,000,000 candidates);
 //  3. append `small` real files to partition freshDay (one commit each, as small writers do);
 //  4. OPTIMIZE WHERE day = freshDay: plan over every live file, rewrite the real ones, commit on the
 //     1,000,000-file snapshot.
-func runOptimize(ctx context.Context, dir string, small int, only string) error {
+func runOptimize(ctx context.Context, dir string, small int, only string, run optimizeRun) error {
 	store, err := storage.NewLocal(dir)
 	if err != nil {
 		return err
 	}
 	tbl := delta.NewTable(store)
 	start := time.Now()
-	snap, err := tbl.Latest(ctx)
+	snap, err := run.load(ctx, tbl)
 	if err != nil {
 		return err
 	}
-	phase("load", start, map[string]any{"files": snap.NumFiles()})
+	phase("load", start, map[string]any{"files": snap.NumFiles(), "full": run.full})
+	if only == "commit-all" {
+		return commitAll(ctx, snap, run)
+	}
 	if only == "" || only == "plan" {
-		if err := planAll(ctx, snap); err != nil || only == "plan" {
+		rep, err := planAll(ctx, snap)
+		if err == nil && only == "plan" {
+			err = run.profile(rep)
+		}
+		if err != nil || only == "plan" {
 			return err
 		}
 	}
@@ -54,24 +63,65 @@ func runOptimize(ctx context.Context, dir string, small int, only string) error 
 			return err
 		}
 		start = time.Now()
-		if snap, err = tbl.Latest(ctx); err != nil {
+		if snap, err = run.load(ctx, tbl); err != nil {
 			return err
 		}
 		phase("reload", start, map[string]any{"files": snap.NumFiles()})
 	}
-	return commitWhere(ctx, tbl, snap)
-}
-
-// planAll plans a compaction of every file (dry run).
-func planAll(ctx context.Context, snap *delta.Snapshot) error {
-	start := time.Now()
-	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{DryRun: true, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
+	want, err := commitWhere(ctx, snap, run)
 	if err != nil {
 		return err
 	}
+	// Not part of the measurement: the snapshot and the report above are garbage by now.
+	after, err := run.load(ctx, tbl)
+	if err != nil {
+		return err
+	}
+	if after.NumFiles() != want {
+		return fmt.Errorf("after the commit %d live files, want %d", after.NumFiles(), want)
+	}
+	return nil
+}
+
+// optimizeRun is how the optimize measurement loads its snapshots and what it records.
+type optimizeRun struct {
+	full       bool   // every file's statistics, as before optimize.LoadOptions
+	memProfile string // heap profile after the plan or the commit
+}
+
+func (r optimizeRun) load(ctx context.Context, tbl *delta.Table) (*delta.Snapshot, error) {
+	if r.full {
+		return tbl.Latest(ctx)
+	}
+	return tbl.LatestWith(ctx, optimize.LoadOptions)
+}
+
+// profile writes the heap profile while rep (and its snapshot) is still live.
+func (r optimizeRun) profile(rep *optimize.Report) error {
+	if r.memProfile == "" {
+		return nil
+	}
+	f, err := os.Create(r.memProfile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	runtime.KeepAlive(rep)
+	return err
+}
+
+// planAll plans a compaction of every file (dry run).
+func planAll(ctx context.Context, snap *delta.Snapshot) (*optimize.Report, error) {
+	start := time.Now()
+	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{DryRun: true, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
+	if err != nil {
+		return nil, err
+	}
 	n, bytes := rep.Plan.Files()
 	phase("plan-all", start, map[string]any{"bins": len(rep.Plan.Bins), "files": n, "bytes": bytes, "msg": rep.Op.Message})
-	return nil
+	return rep, nil
 }
 
 // appendSmall appends small real files to partition freshDay, one commit each.
@@ -91,27 +141,23 @@ func appendSmall(ctx context.Context, tbl *delta.Table, small int) error {
 }
 
 // commitWhere compacts partition freshDay: the plan considers every live file, the commit lands on the
-// 1,000,000-file snapshot.
-func commitWhere(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot) error {
+// 1,000,000-file snapshot. It returns the number of live files the commit leaves.
+func commitWhere(ctx context.Context, snap *delta.Snapshot, run optimizeRun) (int, error) {
 	where, err := expr.Parse("day = '" + freshDay + "'")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	start := time.Now()
 	rep, err := optimize.RunSnapshot(ctx, snap, optimize.Options{Where: where, MaxDeletedRowsRatio: optimize.DefaultMaxDeletedRowsRatio}, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	phase("optimize-where", start, map[string]any{"considered": rep.Plan.ConsideredFiles, "removed": rep.FilesRemoved,
 		"added": rep.FilesAdded, "commits": fmt.Sprint(rep.Commits), "msg": rep.Op.Message})
-	after, err := tbl.Latest(ctx)
-	if err != nil {
-		return err
+	if err := run.profile(rep); err != nil {
+		return 0, err
 	}
-	if want := snap.NumFiles() - rep.FilesRemoved + rep.FilesAdded; after.NumFiles() != want {
-		return fmt.Errorf("after the commit %d live files, want %d", after.NumFiles(), want)
-	}
-	return nil
+	return snap.NumFiles() - rep.FilesRemoved + rep.FilesAdded, nil
 }
 
 // freshRows are n rows of the table's schema in partition freshDay.
