@@ -92,7 +92,8 @@ func (fm floorModel) floor() (float64, []*floorEntry, bool) {
 						rest = append(rest, m)
 					}
 				}
-				layers := append(rest, mass)
+				rest = append(rest, mass)
+				layers := rest
 				key := floorState{}
 				initial := -1
 				if !initialMerged {
@@ -180,7 +181,7 @@ func TestRewriteFloor_OfTheBenchmarksAppendPattern(t *testing.T) {
 // horizons: every schedule enumerated one by one gives the same least cost.
 func TestRewriteFloor_SearchMatchesExhaustiveEnumeration(t *testing.T) {
 	fm := floorModel{initialFiles: 9, unitFiles: 0.8, initialUnits: 12, unitCost: 0.9, bound: 0.12, cycles: 7}
-	var best float64 = math.Inf(1)
+	best := math.Inf(1)
 	var walk func(layers []float64, initial, cycle int, cost float64)
 	walk = func(layers []float64, initial, cycle int, cost float64) {
 		if cycle == fm.cycles {

@@ -57,8 +57,11 @@ func PlanFull(ctx context.Context, snap *delta.Snapshot, opts Options) (*FullPla
 		return nil, err
 	}
 	keys, clustered, err := snap.ClusteringColumns()
-	if err != nil || !clustered || len(keys) == 0 {
-		return nil, fmt.Errorf("table %s has no clustering columns to plan a FULL by (%v); set them with `deltakeeper alter --cluster-by`", snap.Table().Location(), err)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", snap.Table().Location(), err)
+	}
+	if !clustered || len(keys) == 0 {
+		return nil, fmt.Errorf("table %s has no clustering columns to plan a FULL by; set them with `deltakeeper alter --cluster-by`", snap.Table().Location())
 	}
 	logical, _, err := snap.ClusteringColumnsLogical()
 	if err != nil {
