@@ -3,7 +3,8 @@
 #   1. FULL clustering of a generated table clustered by two uniform columns (k1 long, k2 timestamp)
 #      next to DuckDB ORDER BY k1, k2 of the same files, same threads, each in its own process;
 #   2./3. append 1% new rows in 20 small files and run incremental optimize, CYCLES times, comparing
-#      the quality with FULL on a hard-linked copy of the same data.
+#      the quality with FULL's planned layout every cycle (cluster.PlanFull, -dry-ref: the key columns
+#      are read, nothing written) and with a real FULL on a hard-linked copy every FULL_EVERY cycles.
 #
 #   bench/clustering.sh [DATA_DIR] [ROWS] [TARGET_BYTES] [CYCLES] [THREADS] [FULL_EVERY] [EXTRA_INCR_FLAGS…]
 #

@@ -16,8 +16,8 @@ import (
 // the bound could land just above it.
 const forecastSlack = 0.005
 
-// maxEscalationCandidates bounds the ZCubes tried one by one, smallest first; past it the escalation
-// takes every clustered file (the forecasts cost O(files) each).
+// maxEscalationCandidates bounds the prefixes of ZCubes weighed, smallest first; past them only every
+// clustered file (a FULL) is (the forecasts cost O(files) each).
 const maxEscalationCandidates = 64
 
 // escalation is what the quality check added to an incremental run, and why.
@@ -32,6 +32,10 @@ type escalation struct {
 	bytes      int64
 	full       bool // every clustered file was needed: the run became a FULL one
 	keys       map[delta.FileKey]bool
+	// choice is the candidate taken, alternatives the others within the bound (schedule.go).
+	choice       candidate
+	alternatives []candidate
+	appendBytes  int64 // the recent append size the schedule amortised over
 }
 
 func (e *escalation) describe(threshold float64) string {
@@ -40,7 +44,7 @@ func (e *escalation) describe(threshold float64) string {
 		what = fmt.Sprintf("every clustered file (%d ZCube(s), %d files, %d bytes)", e.zcubes, e.files, e.bytes)
 	}
 	return fmt.Sprintf("escalated: the incremental layout would be %.3f below FULL (%.3f) on %s, over the max quality gap %.3f; "+
-		"reclustering %s with it brings the forecast gap to %.3f", e.gap, e.reference, e.column, threshold, what, e.after)
+		"reclustering %s with it brings the forecast gap to %.3f%s", e.gap, e.reference, e.column, threshold, what, e.after, e.why())
 }
 
 // layoutModel holds what the forecasts need about the live files this implementation may rewrite: their
@@ -138,10 +142,11 @@ func (m *layoutModel) gap(merged []bool, bytes int64) (float64, string, error) {
 
 // escalate bounds the drift of incremental clustering: when the layout the incremental selection would
 // leave is forecast to be more than opts.MaxQualityGap below what FULL reaches on the same data, it adds
-// whole ZCubes to the selection, smallest first (the youngest, stacked over the widest ranges for their
-// size), until the forecast is within the bound: a partial FULL of the drifted part only. The largest,
-// well-clustered ZCubes are the last to be touched; if no prefix suffices, every clustered file is
-// taken. It returns nil when the selection needs nothing more.
+// whole ZCubes to the selection: a partial FULL of the drifted part only. The candidates are the
+// prefixes of the ZCubes smallest first (the youngest, stacked over the widest ranges for their size)
+// that bring the forecast within the bound, up to taking every clustered file (a FULL); of those it
+// takes the one of least cost per cycle until the next escalation (schedule.go). It returns nil when
+// the selection needs nothing more.
 func escalate(snap *delta.Snapshot, keys [][]string, names []string, opts Options, target int64, sel *selection) (*escalation, error) {
 	if opts.Full || len(sel.files) == 0 {
 		return nil, nil
@@ -150,6 +155,11 @@ func escalate(snap *delta.Snapshot, keys [][]string, names []string, opts Option
 	if err != nil {
 		return nil, err
 	}
+	return m.escalate(sel, max(0, opts.MaxQualityGap-forecastSlack))
+}
+
+// escalate is escalate on the model of the table's layout, with the forecast bound.
+func (m *layoutModel) escalate(sel *selection, bound float64) (*escalation, error) {
 	merged := make([]bool, len(m.files))
 	var bytes int64
 	for _, f := range sel.files {
@@ -158,43 +168,53 @@ func escalate(snap *delta.Snapshot, keys [][]string, names []string, opts Option
 			bytes += f.Size
 		}
 	}
-	bound := max(0, opts.MaxQualityGap-forecastSlack)
 	gap, column, err := m.gap(merged, bytes)
 	if err != nil || gap <= bound {
 		return nil, err
 	}
-	e := &escalation{column: column, gap: gap, after: gap, reference: m.reference(), keys: map[delta.FileKey]bool{}}
-	cubes := m.zcubes(merged)
-	for i := range cubes {
-		take := cubes[i : i+1]
-		last := i == maxEscalationCandidates-1
-		if last {
-			take = cubes[i:]
-		}
-		for _, cube := range take {
-			for _, f := range cube {
-				merged[m.indexOf[f]] = true
-				bytes += f.Size
-				sel.files = append(sel.files, f)
-				e.keys[f.Key()] = true
-				e.files++
-				e.bytes += f.Size
-			}
-			e.zcubes++
-		}
-		if e.after, _, err = m.gap(merged, bytes); err != nil {
-			return nil, err
-		}
-		if e.after <= bound || last {
-			break
-		}
+	appendBytes := newBytes(sel, m.names, bytes)
+	cands, err := m.candidates(merged, bytes, appendBytes, bound)
+	if err != nil {
+		return nil, err
 	}
-	if e.files == 0 {
+	best := cheapest(cands)
+	if best < 0 {
 		return nil, nil // nothing clustered is left to add
 	}
-	e.full = !slices.Contains(merged, false)
+	c := cands[best]
+	e := &escalation{column: column, gap: gap, after: c.gap, reference: m.reference(), keys: map[delta.FileKey]bool{},
+		zcubes: c.zcubes, full: c.full, choice: c, appendBytes: appendBytes}
+	for i, alt := range cands {
+		if i != best && alt.feasible {
+			e.alternatives = append(e.alternatives, alt)
+		}
+	}
+	for _, cube := range m.zcubes(merged)[:c.zcubes] {
+		for _, f := range cube {
+			sel.files = append(sel.files, f)
+			e.keys[f.Key()] = true
+			e.files++
+			e.bytes += f.Size
+		}
+	}
 	sel.escalated = e.files
 	return e, nil
+}
+
+// newBytes is the size of the run's new data, the files of its selection that are not clustered yet
+// (appended since the last run): the append size the schedule expects again. A run with none (only
+// overlapping groups) counts all it selected.
+func newBytes(sel *selection, names []string, selected int64) int64 {
+	var n int64
+	for _, f := range sel.files {
+		if table.ClassifyClustering(f, names) != table.Clustered || f.Tags[TagZCubeID] == "" {
+			n += f.Size
+		}
+	}
+	if n == 0 {
+		return max(selected, 1)
+	}
+	return n
 }
 
 // zcubes groups the clustered files not yet marked by ZCube id, smallest ZCube (by bytes) first, ties by

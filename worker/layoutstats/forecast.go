@@ -25,8 +25,27 @@ func IdealSkipping(k, dims int) float64 {
 // It returns the column's effectiveness now and forecast; files without both bounds count as Quality
 // counts them (not at all).
 func ForecastSkipping(files []Bounds, merged []bool, outputs, dims int) (now, forecast float64, err error) {
+	c, err := newColumnForecast(files, merged)
+	if err != nil {
+		return 0, 0, err
+	}
+	return c.now(), c.after(outputs, dims, Appends{}, 0), nil
+}
+
+// columnForecast holds one column's probe depths, split into the files a rewrite keeps and the ones
+// it merges, so that several rewrites and append horizons can be forecast from one pass over the
+// statistics.
+type columnForecast struct {
+	empty       bool    // no file has both bounds: effectiveness 1 whatever happens
+	depth       []int64 // every file's depth at each probe
+	mergedDepth []int64 // the merged files' depth (nil when none is merged)
+	from, to    int     // the merged files' common range, in probes
+	kept, all   int     // files kept, and files with both bounds
+}
+
+func newColumnForecast(files []Bounds, merged []bool) (*columnForecast, error) {
 	if len(merged) != len(files) {
-		return 0, 0, fmt.Errorf("forecast: %d merge marks for %d files", len(merged), len(files))
+		return nil, fmt.Errorf("forecast: %d merge marks for %d files", len(merged), len(files))
 	}
 	var with []Bounds
 	var inMerge []bool
@@ -37,15 +56,15 @@ func ForecastSkipping(files []Bounds, merged []bool, outputs, dims int) (now, fo
 		}
 	}
 	if len(with) == 0 {
-		return 1, 1, nil
+		return &columnForecast{empty: true}, nil
 	}
 	distinct, err := sortedDistinct(with)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	m := len(distinct)
+	c := &columnForecast{all: len(with)}
 	var lo, hi, mlo, mhi []int
-	kept := 0
 	uLo, uHi := m, -1 // the merged files' common range, in rank space
 	for i, f := range with {
 		l, h := rankOf(distinct, f.Min), rankOf(distinct, f.Max)
@@ -57,17 +76,73 @@ func ForecastSkipping(files []Bounds, merged []bool, outputs, dims int) (now, fo
 			mlo, mhi = append(mlo, l), append(mhi, h)
 			uLo, uHi = min(uLo, l), max(uHi, h)
 		} else {
-			kept++
+			c.kept++
 		}
 	}
-	depth := probeDepths(m, lo, hi)
-	now = effectiveness(depth, nil, 0, 0, 0, len(with))
-	if len(mlo) == 0 {
-		return now, now, nil
+	c.depth = probeDepths(m, lo, hi)
+	if len(mlo) > 0 {
+		c.mergedDepth = probeDepths(m, mlo, mhi)
+		c.from, c.to = 2*uLo, 2*uHi
 	}
-	mergedDepth := probeDepths(m, mlo, mhi)
-	forecast = effectiveness(depth, mergedDepth, GridDepth(outputs, dims), 2*uLo, 2*uHi, kept+max(outputs, 1))
-	return now, forecast, nil
+	return c, nil
+}
+
+// now is the column's effectiveness as the files lie.
+func (c *columnForecast) now() float64 {
+	if c.empty {
+		return 1
+	}
+	return effectiveness(c.depth, nil, 0, 0, 0, 0, c.all)
+}
+
+// after is the column's effectiveness once the merged files are rewritten into outputs files, and n
+// appends of the given shape have landed over the whole range on top.
+func (c *columnForecast) after(outputs, dims int, a Appends, n int) float64 {
+	if c.empty {
+		return 1
+	}
+	extra := float64(n) * a.depth(dims)
+	files := c.all + n*max(a.Files, 1)
+	if c.mergedDepth == nil {
+		if n == 0 {
+			return c.now()
+		}
+		return effectiveness(c.depth, nil, extra, 0, 0, 0, files)
+	}
+	return effectiveness(c.depth, c.mergedDepth, extra, GridDepth(outputs, dims), c.from, c.to, c.kept+max(outputs, 1)+n*max(a.Files, 1))
+}
+
+// Appends describe the data each future run adds: Files new files (at least one), spanning the whole
+// key range, as a plain incremental run leaves uniformly spread new data: clustered among
+// themselves, they lie GridDepth(Files) deep over every value.
+type Appends struct {
+	Files int
+}
+
+func (a Appends) depth(dims int) float64 {
+	if a.Files < 1 {
+		return 1
+	}
+	return GridDepth(a.Files, dims)
+}
+
+// AppendsAbsorbed forecasts how many appends of shape a the layout left by rewriting the merged files
+// into outputs files absorbs before the column's effectiveness falls below floor(n), the least allowed
+// after n appends (the reference FULL grows with the table): the largest n ≤ limit with every
+// 0 < i ≤ n above its floor. Appends are assumed to be clustered on their own and never merged with
+// anything older, so the count is a lower estimate: auto-recluster merging four stacked appends only
+// lengthens it.
+func AppendsAbsorbed(files []Bounds, merged []bool, outputs, dims int, a Appends, floor func(n int) float64, limit int) (int, error) {
+	c, err := newColumnForecast(files, merged)
+	if err != nil {
+		return 0, err
+	}
+	for n := 1; n <= limit; n++ {
+		if c.after(outputs, dims, a, n) < floor(n) {
+			return n - 1, nil
+		}
+	}
+	return limit, nil
 }
 
 // GridDepth is the number of files of a curve-ordered rewrite into outputs files over dims columns that a
@@ -99,13 +174,13 @@ func GridSkipping(k, dims int) float64 {
 	return 1 - (GridDepth(k, dims)-1)/float64(k-1)
 }
 
-// effectiveness is 1 − OverlapRatio over probe depths, less sub at every probe and plus add at the probes
-// in [from, to], for n files.
-func effectiveness(depth, sub []int64, add float64, from, to, n int) float64 {
+// effectiveness is 1 − OverlapRatio over probe depths plus all at every probe, less sub at every
+// probe and plus add at the probes in [from, to] (sub nil: neither), for n files.
+func effectiveness(depth, sub []int64, all, add float64, from, to, n int) float64 {
 	var sum float64
 	covered := 0
 	for p, d := range depth {
-		v := float64(d)
+		v := float64(d) + all
 		if sub != nil {
 			v -= float64(sub[p])
 			if p >= from && p <= to {

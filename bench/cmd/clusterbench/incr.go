@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/deltakeeper/deltakeeper/bench/internal/localfs"
@@ -25,7 +27,8 @@ func cmdIncr(args []string) error {
 	cycles := fs.Int("cycles", 1, "append + optimize cycles")
 	pct := fs.Float64("pct", 1, "rows appended per cycle, in percent of the initial rows")
 	files := fs.Int("files", 20, "files per append")
-	fullEvery := fs.Int("full-every", 1, "compare with FULL after the first cycle, every N cycles and after the last; 0 never")
+	fullEvery := fs.Int("full-every", 1, "compare with a real FULL after the first cycle, every N cycles and after the last; 0 never")
+	dry := fs.Bool("dry-ref", true, "compare with FULL's planned layout (cluster.PlanFull, no rewrite) after every cycle")
 	mk := clusterOptions(fs)
 	fs.Parse(args)
 	ctx := context.Background()
@@ -75,6 +78,13 @@ func cmdIncr(args []string) error {
 			"cumRatio": round(float64(cumRewritten) / float64(cumAppended)), "quality": q, "msg": op.Message}
 		if op.Version != nil {
 			line["version"] = *op.Version
+		}
+		if *dry {
+			ref, err := dryReference(ctx, *dir, opts)
+			if err != nil {
+				return err
+			}
+			line["dry"] = ref
 		}
 		if *fullEvery > 0 && (c == 1 || c%*fullEvery == 0 || c == *cycles) {
 			ref, err := fullReference(ctx, *dir, filepath.Join(*work, "fullref"), opts)
@@ -128,6 +138,10 @@ func cmdRef(args []string) error {
 	}
 	opts := mk()
 	opts.Full = true
+	dryRef, err := dryReference(ctx, copyDir, opts)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if _, err := cluster.Optimize(ctx, tbl, snap, opts, nil); err != nil {
 		return err
@@ -140,8 +154,43 @@ func cmdRef(args []string) error {
 	if err != nil {
 		return err
 	}
-	emit(map[string]any{"step": "ref", "cycle": *cycle, "version": *version, "s": round(time.Since(start).Seconds()), "full": q})
+	emit(map[string]any{"step": "ref", "cycle": *cycle, "version": *version, "s": round(time.Since(start).Seconds()), "full": q, "dry": dryRef})
 	return nil
+}
+
+// dryReference is FULL's planned layout on the table as it is (cluster.PlanFull: the key columns are
+// read, nothing is written) and its quality, with the CPU time it took.
+func dryReference(ctx context.Context, dir string, opts cluster.Options) (map[string]any, error) {
+	_, snap, err := open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	start, cpu := time.Now(), cpuSeconds()
+	plan, err := cluster.PlanFull(ctx, snap, opts)
+	if err != nil {
+		return nil, err
+	}
+	qs, err := plan.Quality()
+	if err != nil {
+		return nil, err
+	}
+	k := float64(plan.Files)
+	out := map[string]any{"files": plan.Files, "ideal": round((k - math.Sqrt(k)) / (k - 1)),
+		"s": round(time.Since(start).Seconds()), "cpuS": round(cpuSeconds() - cpu)}
+	for _, q := range qs {
+		out[q.Column] = map[string]any{"skipping": round(q.SkippingEffectiveness), "measured": round(q.MeasuredSkipping),
+			"avgDepth": round(q.AvgDepth), "maxDepth": q.MaxDepth}
+	}
+	return out, nil
+}
+
+// cpuSeconds is the process's user and system CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
 // fullReference clusters a copy of the table with FULL and returns its quality.

@@ -6,7 +6,8 @@
 //	clusterbench full -table DIR -threads T -target B      OPTIMIZE FULL, quality before and after
 //	clusterbench duck -table DIR -threads T -out DIR       DuckDB ORDER BY k1, k2 of the same files
 //	clusterbench incr -table DIR -cycles C -pct P -files F append P% of the rows in F files, optimize,
-//	                                                       compare with FULL on a copy; C times
+//	                                                       compare with FULL's planned layout (-dry-ref)
+//	                                                       and with FULL on a copy; C times
 //	clusterbench ref  -table DIR -work DIR -version V      FULL on a copy as of version V (incr -full-every 0)
 package main
 
