@@ -206,3 +206,41 @@ func dataFiles(t *testing.T, loc string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// vacuum --share splits a plain vacuum over processes: three shares of the same version delete, between
+// them, exactly what one vacuum would, each a part of it.
+func TestVacuumCommand_SharesDeleteTheWholeTableBetweenThem(t *testing.T) {
+	loc := filepath.Join(t.TempDir(), "orders")
+	demoTable(t, loc, 24, 200, "--partitioned")
+	out, _, _ := execute(t, newInspectCmd, loc, "-o", "json")
+	v := strconv.FormatInt(*decodeResult(t, out).Version, 10)
+	out, _, code := execute(t, newOptimizeCmd, loc, "--target-file-size", "24k", "-o", "json")
+	compacted := decodeResult(t, out).Ops[0].FilesRemoved
+	if code != 0 || compacted == 0 {
+		t.Fatalf("optimize exited %d, compacted %d files", code, compacted)
+	}
+	var total int64
+	for i := range 3 {
+		out, errOut, code := execute(t, newVacuumCmd, loc, "--retention", "0s", "--allow-short-retention",
+			"--share", strconv.Itoa(i)+"/3", "--at-version", v, "-o", "json")
+		r := decodeResult(t, out)
+		if code != 0 || r.Ops[0].FilesRemoved == 0 {
+			t.Fatalf("vacuum share %d exited %d, removed %d files: %s", i, code, r.Ops[0].FilesRemoved, errOut)
+		}
+		total += r.Ops[0].FilesRemoved
+	}
+	var live []string
+	for _, f := range latestSnapshot(t, loc).Files() {
+		live = append(live, filepath.Join(loc, filepath.FromSlash(f.Path)))
+	}
+	slices.Sort(live)
+	got := slices.DeleteFunc(dataFiles(t, loc), func(p string) bool { return strings.Contains(p, "_delta_log") })
+	if !slices.Equal(got, live) || total != compacted {
+		t.Fatalf("after three vacuum shares (%d files deleted, want the %d compacted): %q\nwant the live %q", total, compacted, got, live)
+	}
+	for _, args := range [][]string{{"--at-version", v}, {"--share", "3/3", "--at-version", v}, {"--share", "0/3"}} {
+		if _, _, code := execute(t, newVacuumCmd, append([]string{loc}, args...)...); code != result.ExitRefused {
+			t.Errorf("vacuum %v exited %d, want %d", args, code, result.ExitRefused)
+		}
+	}
+}
