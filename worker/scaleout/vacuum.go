@@ -129,8 +129,11 @@ func WaitVacuumParts(ctx context.Context, store storage.Store, s Share, opts Wai
 				return nil, fmt.Errorf("read %s: %w", VacuumPartKey(s.RunID, i), err)
 			}
 			var p VacuumPart
-			if err := json.Unmarshal(data, &p); err != nil || p.Index != i {
-				return nil, fmt.Errorf("%s is not share %d's vacuum report (%v): %w", VacuumPartKey(s.RunID, i), i, err, delta.ErrCorruptTable)
+			if err := json.Unmarshal(data, &p); err != nil {
+				return nil, fmt.Errorf("%s: %w: %w", VacuumPartKey(s.RunID, i), err, delta.ErrCorruptTable)
+			}
+			if p.Index != i {
+				return nil, fmt.Errorf("%s holds share %d's vacuum report, not share %d's: %w", VacuumPartKey(s.RunID, i), p.Index, i, delta.ErrCorruptTable)
 			}
 			out[i] = &p
 		}
