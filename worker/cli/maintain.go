@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -107,6 +108,7 @@ func (f *maintainFlags) validate(fs *pflag.FlagSet) error {
 }
 
 func maintain(e *env, location string, f *maintainFlags) (*result.Result, error) {
+	started := time.Now()
 	f.opt.parallelism, f.vac.parallelism = f.parallelism, f.parallelism
 	opts, zorder, err := f.opt.options(false)
 	if err != nil {
@@ -157,7 +159,7 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 		res.Share = sh
 		if f.vacuum && e.ctx.Err() == nil && !corrupt {
 			// Every index vacuums its part of the table once the run is settled.
-			shareVacuum(e, tbl, share, f.share.wait, vopts, err == nil, sh, step)
+			shareVacuum(e, tbl, share, shareWaits{settle: f.share.wait, reports: started.Add(f.share.wait)}, vopts, err == nil, sh, step)
 		}
 		vacuumed = true
 		if share.Index != 0 {

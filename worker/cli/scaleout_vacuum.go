@@ -15,8 +15,9 @@ import (
 // outputs that the commit is about to reference. Every index waits for the commit, vacuums its part and
 // records it; index 0 then sums the parts into its result, which is the run's. layoutOK is false when this
 // share's rewrite, or index 0's commit, failed: the Job retries the index, and the retry vacuums.
-func shareVacuum(e *env, tbl *delta.Table, s scaleout.Share, wait time.Duration, opts vacuum.Options, layoutOK bool,
+func shareVacuum(e *env, tbl *delta.Table, s scaleout.Share, waits shareWaits, opts vacuum.Options, layoutOK bool,
 	sh *result.Share, step func(*result.Op, error)) {
+	wait := waits.settle
 	progress := func(msg string) { e.progress.update("share %d/%d: vacuum: %s", s.Index, s.Count, msg) }
 	skip := func(why string) {
 		sh.VacuumSkipped = why
@@ -57,9 +58,17 @@ func shareVacuum(e *env, tbl *delta.Table, s scaleout.Share, wait time.Duration,
 		rep.Op.Message += "; " + werr.Error()
 	}
 	if s.Index == 0 {
-		sumVacuumParts(e, tbl, s, wait, own, opts.DryRun, &rep.Op, sh)
+		sumVacuumParts(e, tbl, s, max(time.Until(waits.reports), 0), own, opts.DryRun, &rep.Op, sh)
 	}
 	step(&rep.Op, nil)
+}
+
+// shareWaits bound a share's waits: for the run to settle, and (index 0) until when to wait for the other
+// shares' vacuum reports — the end of its --share-wait from its start, so that the manifests' wait and this
+// one together stay within the budget the Job's deadline was given (controllers/scaleout.go).
+type shareWaits struct {
+	settle  time.Duration
+	reports time.Time
 }
 
 // sumVacuumParts waits for the other shares' vacuum reports and makes index 0's vacuum op and share block
