@@ -8,12 +8,16 @@
 # after each run the bucket must hold exactly the live files and the log, and the shares' deletes must add
 # up to ORPHANS.
 #
-#   DELTAKEEPER_S3SERVER=… bench/vacuumshares.sh [WORK_DIR] [RUNS] [ORPHANS]
+#   DELTAKEEPER_S3SERVER=… bench/vacuumshares.sh [WORK_DIR] [RUNS] [ORPHANS] [FILES]
+#
+# FILES demo files make FILES/4 date partitions: rclone's cost per delete grows with the directory's size,
+# so the default 960 (240 partitions, about 200 orphans each) keeps the server from dominating.
 set -euo pipefail
 cd "$(dirname "$0")"
 WORK=${1:-/tmp/deltakeeper-vacuumshares}
 RUNS=${2:-3}
 ORPHANS=${3:-50000}
+FILES=${4:-960}
 S3SERVER=${DELTAKEEPER_S3SERVER:?export DELTAKEEPER_S3SERVER (hack/build-s3server.sh prints the path)}
 BIN="$WORK/bin"
 mkdir -p "$BIN"
@@ -21,7 +25,7 @@ mkdir -p "$BIN"
 DK="$BIN/deltakeeper"
 SRC="$WORK/source"
 if [ ! -d "$SRC/_delta_log" ]; then
-  "$DK" demo-data "$SRC" --files 96 --rows-per-file 1000 --partitioned >/dev/null
+  "$DK" demo-data "$SRC" --files "$FILES" --rows-per-file 100 --partitioned >/dev/null
 fi
 version=$("$DK" inspect "$SRC" -o json | sed -E 's/.*"version":([0-9]+).*/\1/')
 mapfile -t dirs < <(cd "$SRC" && ls -d order_date=*)
