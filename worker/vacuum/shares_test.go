@@ -156,3 +156,37 @@ func at(t *testing.T, tbl *delta.Table, v delta.Version) *delta.Snapshot {
 	}
 	return snap
 }
+
+// Lite mode needs no listing; a share takes the expired tombstones in its part of the key space.
+func TestVacuumShares_LiteModeSplitsTheExpiredTombstones(t *testing.T) {
+	store := localStore(t)
+	tbl, pinned := sharedTable(t, store, 24, true)
+	sample := func(s *Share) map[string]bool {
+		rep := vacuumAt(t, tbl, Options{Mode: Lite, DryRun: true, SampleSize: 1 << 20, Share: s}, 8*24*time.Hour)
+		out := map[string]bool{}
+		for _, key := range rep.Sample {
+			out[key] = true
+		}
+		return out
+	}
+	single := sample(nil)
+	if len(single) == 0 {
+		t.Fatal("no expired tombstones to split")
+	}
+	union := map[string]bool{}
+	for i := range 3 {
+		part := sample(&Share{Index: i, Count: 3, Version: pinned})
+		if len(part) == 0 {
+			t.Errorf("share %d of a lite vacuum has no tombstones", i)
+		}
+		for key := range part {
+			if union[key] {
+				t.Errorf("%s is in two shares", key)
+			}
+			union[key] = true
+		}
+	}
+	if !maps.Equal(union, single) {
+		t.Fatalf("the shares' tombstones %v\nsingle pod's %v", slices.Sorted(maps.Keys(union)), slices.Sorted(maps.Keys(single)))
+	}
+}
