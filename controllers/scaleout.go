@@ -17,7 +17,8 @@ import (
 // A scale-out run (OptimizePolicy spec.parallelism > 1) is one Indexed Job: every index runs
 // `worker maintain … --share $(JOB_COMPLETION_INDEX)/N --run-id <job> --at-version V`, rewriting its share of
 // the plan made from version V, and index 0 then waits for the others' manifests, makes the run's one commit
-// and runs the other steps (vacuum, checkpoint). Index 0 commits rather than a second Job so that the run is
+// and runs the other steps (checkpoint); with vacuum, every index vacuums its part of the table once the
+// commit is made, and index 0's result sums the parts. Index 0 commits rather than a second Job so that the run is
 // one Job from start to end: the table lock (live Jobs on the table) and the Job-admission count cover it
 // without a gap between a share Job and a commit Job, and no reconcile must notice the shares finishing.
 
@@ -119,6 +120,7 @@ func shareProgress(job *batchv1.Job, res *result.Result) *deltav1.ShareProgress 
 		sh := res.Share
 		sp.Committed, sp.Dropped, sp.Missing = joinInts(sh.Committed), joinInts(sh.Dropped), joinInts(sh.Missing)
 		sp.SupersededFiles = int32(min(sh.SupersededFiles, math.MaxInt32))
+		sp.Vacuumed, sp.VacuumedFiles = joinInts(sh.Vacuumed), sh.VacuumFilesDeleted
 	}
 	return sp
 }

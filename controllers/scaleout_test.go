@@ -64,8 +64,10 @@ func TestShareProgress_ReadsTheIndexesAndIndexZerosCommit(t *testing.T) {
 		t.Fatalf("spec %+v", job.Spec)
 	}
 	job.Status.CompletedIndexes, job.Status.FailedIndexes, job.Status.Failed = "0,2", ptr.To("1"), 2
-	sp := shareProgress(job, &result.Result{Share: &result.Share{Committed: []int{0, 2}, Missing: []int{1}, SupersededFiles: 3}})
-	want := deltav1.ShareProgress{Parallelism: 3, AtVersion: 12, Completed: "0,2", Failed: "1", Retries: 2, Committed: "0,2", Missing: "1", SupersededFiles: 3}
+	sp := shareProgress(job, &result.Result{Share: &result.Share{Committed: []int{0, 2}, Missing: []int{1}, SupersededFiles: 3,
+		Vacuumed: []int{0, 2}, VacuumFilesDeleted: 40}})
+	want := deltav1.ShareProgress{Parallelism: 3, AtVersion: 12, Completed: "0,2", Failed: "1", Retries: 2, Committed: "0,2", Missing: "1", SupersededFiles: 3,
+		Vacuumed: "0,2", VacuumedFiles: 40}
 	if *sp != want {
 		t.Fatalf("progress %+v, want %+v", *sp, want)
 	}

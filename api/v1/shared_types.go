@@ -295,6 +295,15 @@ type ShareProgress struct {
 	// SupersededFiles counts the files the shares wrote that the commit did not take.
 	// +optional
 	SupersededFiles int32 `json:"supersededFiles,omitempty"`
+
+	// Vacuumed lists the shares that vacuumed their part of the table after the commit (from index 0's
+	// result), and VacuumedFiles counts the files they deleted together.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Vacuumed string `json:"vacuumed,omitempty"`
+
+	// +optional
+	VacuumedFiles int64 `json:"vacuumedFiles,omitempty"`
 }
 
 // QueueStatus says where an object's waiting worker Job stands in the manager's admission queue (the

@@ -4,9 +4,11 @@ package e2e
 
 // Scale-out (issue 16): a policy with parallelism 3 spreads one compaction, and one clustering run, of an S3
 // table over the three pods of an Indexed Job at 0.5 CPU each. The first pod of index 1 is killed and the
-// Job retries that index, which redoes exactly its share; index 0 makes the run's one commit and vacuums.
-// The host then reads the table: every row is there, exactly one commit was made, and the bucket holds only
-// live files (vacuum removed the rewritten inputs and whatever the killed pod wrote).
+// Job retries that index, which redoes exactly its share; index 0 makes the run's one commit, and then every
+// index vacuums its part of the table (key ranges split by the pinned version's file names) and index 0
+// sums the parts into the run's status. The host then reads the table: every row is there, exactly one
+// commit was made, every index vacuumed, and the bucket holds only live files (the shares' vacuums removed
+// the rewritten inputs and whatever the killed pod wrote).
 
 import (
 	"context"
@@ -94,6 +96,7 @@ func TestMaintenance_ScaleOutCompactionSurvivesAKilledIndexAndCommitsOnce(t *tes
 	if removed < files-3 || added == 0 || added >= removed/3 {
 		t.Errorf("the commit removed %d files and added %d, want (nearly) all %d compacted into a few", removed, added, files)
 	}
+	assertEveryIndexVacuumed(t, sh, removed)
 	assertLiveFilesOnly(t, prefix, files*rowsPerFile)
 }
 
@@ -135,6 +138,7 @@ func TestMaintenance_ScaleOutClusteringCommitsThreeZCubesOnce(t *testing.T) {
 	if removed != files {
 		t.Errorf("the commit reclustered %d files, want all %d (FULL)", removed, files)
 	}
+	assertEveryIndexVacuumed(t, run.Shares, removed)
 	cubes := map[string]bool{}
 	for _, f := range snap.Files() {
 		cubes[f.Tags["ZCUBE_ID"]] = true
@@ -143,6 +147,16 @@ func TestMaintenance_ScaleOutClusteringCommitsThreeZCubesOnce(t *testing.T) {
 		t.Errorf("the clustered files belong to ZCubes %v, want one per share", cubes)
 	}
 	assertLiveFilesOnly(t, prefix, files*rowsPerFile)
+}
+
+// assertEveryIndexVacuumed checks the run's status: all three indexes vacuumed their part of the table after
+// the commit, and together deleted at least the superseded inputs (and whatever killed pods wrote).
+func assertEveryIndexVacuumed(t *testing.T, sh *deltav1.ShareProgress, superseded int) {
+	t.Helper()
+	if sh.Vacuumed != "0,1,2" || sh.VacuumedFiles < int64(superseded) {
+		t.Errorf("the run's vacuum: indexes %q deleted %d files; want all three indexes and at least the %d superseded inputs",
+			sh.Vacuumed, sh.VacuumedFiles, superseded)
+	}
 }
 
 // waitIndexedJob waits for the policy's Indexed Job and checks its shape.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -107,6 +108,7 @@ func (f *maintainFlags) validate(fs *pflag.FlagSet) error {
 }
 
 func maintain(e *env, location string, f *maintainFlags) (*result.Result, error) {
+	started := time.Now()
 	f.opt.parallelism, f.vac.parallelism = f.parallelism, f.parallelism
 	opts, zorder, err := f.opt.options(false)
 	if err != nil {
@@ -126,6 +128,7 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 	res := &result.Result{}
 	var errs []error
 	corrupt := false // a step found the table corrupt: the later steps must not touch it
+	vacuumed := false
 	step := func(op *result.Op, err error) {
 		if err != nil {
 			err = tableError(err)
@@ -150,7 +153,15 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 		}
 		op, sh, err := shareLayout(e, tbl, share, f.share.wait, opts, f.clu)
 		step(op, err)
+		if sh == nil {
+			sh = &result.Share{Run: share.RunID, Index: share.Index, Count: share.Count, Version: share.Version}
+		}
 		res.Share = sh
+		if f.vacuum && e.ctx.Err() == nil && !corrupt {
+			// Every index vacuums its part of the table once the run is settled.
+			shareVacuum(e, tbl, share, shareWaits{settle: f.share.wait, reports: started.Add(f.share.wait)}, vopts, err == nil, sh, step)
+		}
+		vacuumed = true
 		if share.Index != 0 {
 			// The other steps run once, after the commit, in share 0.
 			describeTable(e.ctx, tbl, res)
@@ -159,7 +170,7 @@ func maintain(e *env, location string, f *maintainFlags) (*result.Result, error)
 	case f.optimize || f.cluster:
 		maintainLayout(e, tbl, f, opts, zorder, step)
 	}
-	if f.vacuum && e.ctx.Err() == nil && !corrupt {
+	if f.vacuum && !vacuumed && e.ctx.Err() == nil && !corrupt {
 		rep, err := vacuum.Run(e.ctx, tbl, vopts, func(s string) { e.progress.update("vacuum: %s", s) })
 		var op *result.Op
 		if rep != nil {

@@ -66,14 +66,23 @@ func shareLayout(e *env, tbl *delta.Table, s scaleout.Share, wait time.Duration,
 	if err != nil {
 		return nil, nil, tableError(err)
 	}
-	if scaleout.Committed(latest, s) {
-		// A pod retried after the run committed (and removed its manifests): redoing the share would only
-		// write files nobody commits.
+	settled, err := scaleout.Settled(e.ctx, tbl.Store(), s)
+	if err != nil {
+		return nil, nil, tableError(err)
+	}
+	if scaleout.Committed(latest, s) || settled {
+		// A pod retried after the run committed (and removed its manifests), or after index 0 settled it
+		// without a commit: redoing the share would only write files nobody commits, and a retried index 0
+		// must not commit manifests whose outputs the shares' vacuum may have deleted since.
 		name := "optimize"
 		if clustered, cerr := isClustered(latest); cerr == nil && clustered {
 			name = "cluster"
 		}
-		op := &result.Op{Name: name, Outcome: result.Succeeded, Message: fmt.Sprintf("run %s is already committed; nothing left for share %d", s.RunID, s.Index)}
+		msg := fmt.Sprintf("run %s is already committed; nothing left for share %d", s.RunID, s.Index)
+		if settled && !scaleout.Committed(latest, s) {
+			msg = fmt.Sprintf("run %s ended without a commit; nothing left for share %d", s.RunID, s.Index)
+		}
+		op := &result.Op{Name: name, Outcome: result.Succeeded, Message: msg}
 		fmt.Fprintf(e.text, "%s %s: %s\n", name, tbl.Location(), op.Message)
 		return op, &result.Share{Run: s.RunID, Index: s.Index, Count: s.Count, Version: s.Version, AlreadyCommitted: true}, nil
 	}
@@ -108,6 +117,13 @@ func shareLayout(e *env, tbl *delta.Table, s scaleout.Share, wait time.Duration,
 		return &op, &sh, tableError(err)
 	}
 	crep, err := scaleout.Commit(e.ctx, tbl, s, manifests)
+	if err == nil && crep.Op.Version == nil && !crep.Share.AlreadyCommitted {
+		// The commit step is over without a commit: the marker tells the shares they may vacuum and every
+		// later attempt of the run not to commit (a commit is its own mark: the log's txn).
+		if merr := scaleout.MarkSettled(e.ctx, tbl.Store(), s); merr != nil {
+			err = result.Fail(result.ReasonUnreachable, fmt.Errorf("run %s: %w; the shares skip their vacuum until it is written", s.RunID, merr))
+		}
+	}
 	commit := crep.Share
 	commit.Units, commit.Inputs, commit.Outputs, commit.BytesWritten, commit.Rows, commit.Reused =
 		sh.Units, sh.Inputs, sh.Outputs, sh.BytesWritten, sh.Rows, sh.Reused

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/scaleout"
 	"github.com/deltakeeper/deltakeeper/worker/vacuum"
 )
 
@@ -18,8 +19,10 @@ func init() { register(newVacuumCmd) }
 
 func newVacuumCmd(mode Mode) *cobra.Command {
 	var (
-		out outputFlags
-		f   vacuumFlags
+		out       outputFlags
+		f         vacuumFlags
+		share     string
+		atVersion int64
 	)
 	cmd := &cobra.Command{
 		Use:   "vacuum <table>",
@@ -34,13 +37,32 @@ deletes the files of the log's expired remove actions and needs no listing. The 
 files younger than the retention are never deleted. Full mode also removes the temp files (and, on S3,
 the incomplete multipart uploads) that interrupted deltakeeper writes left in data directories, once
 older than the retention; those under _delta_log are checkpoint --log-cleanup's. A retention below the table's is refused unless
---allow-short-retention: readers of older snapshots and writers still committing may need the files.`,
+--allow-short-retention: readers of older snapshots and writers still committing may need the files.
+
+--share i/N --at-version V vacuums one part of the table: the key space split by the file names of
+version V (partition directories balanced over the shares, large ones and an unpartitioned root cut
+into key ranges; the log and leftovers are share 0's). N processes, one per share, list and delete
+the whole table once between them. A scale-out maintain run does this in every index by itself.`,
 		Example: `  deltakeeper vacuum ./orders --dry-run
   deltakeeper vacuum s3://lake/events --retention 72h --allow-short-retention
-  deltakeeper vacuum s3://lake/events --mode lite`,
+  deltakeeper vacuum s3://lake/events --mode lite
+  deltakeeper vacuum s3://lake/events --retention 168h --share 1/3 --at-version 1200`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, "vacuum", mode, &out, false, func(e *env) (*result.Result, error) {
+				if share == "" && cmd.Flags().Changed("at-version") {
+					return nil, badArg("--at-version belongs to --share; add --share i/N or drop it")
+				}
+				if share != "" {
+					i, n, err := scaleout.ParseShare(share)
+					if err != nil {
+						return nil, badArg("%v", err)
+					}
+					if atVersion < 0 {
+						return nil, badArg("--share %s: give --at-version, the version every share splits the table by", share)
+					}
+					f.share = &vacuum.Share{Index: i, Count: n, Version: delta.Version(atVersion)}
+				}
 				return vacuumCommand(e, args[0], &f)
 			})
 		},
@@ -48,6 +70,8 @@ older than the retention; those under _delta_log are checkpoint --log-cleanup's.
 	out.bind(cmd)
 	f.bind(cmd.Flags(), "mode")
 	cmd.Flags().IntVar(&f.parallelism, "parallelism", 0, fmt.Sprintf("concurrent deletes (default %d)", vacuum.DefaultParallelism))
+	cmd.Flags().StringVar(&share, "share", "", "vacuum only share i of N of the table (i/N), split by the file names of --at-version: N processes, one per share, together vacuum the whole table")
+	cmd.Flags().Int64Var(&atVersion, "at-version", -1, "the version whose files split the table into shares; with --share")
 	return cmd
 }
 
@@ -58,6 +82,7 @@ type vacuumFlags struct {
 	mode        string
 	dryRun      bool
 	parallelism int
+	share       *vacuum.Share // vacuum's own --share (maintain passes its run's share instead)
 }
 
 func (f *vacuumFlags) bind(fs *pflag.FlagSet, modeFlag string) {
@@ -69,7 +94,7 @@ func (f *vacuumFlags) bind(fs *pflag.FlagSet, modeFlag string) {
 
 func (f *vacuumFlags) options() (vacuum.Options, error) {
 	o := vacuum.Options{AllowShortRetention: f.allowShort, Mode: vacuum.Mode(strings.ToLower(f.mode)), DryRun: f.dryRun,
-		Parallelism: f.parallelism, SampleSize: 20}
+		Parallelism: f.parallelism, SampleSize: 20, Share: f.share}
 	if o.Mode != vacuum.Full && o.Mode != vacuum.Lite {
 		return o, badArg("vacuum mode %q: use full or lite", f.mode)
 	}
@@ -124,6 +149,9 @@ func vacuumText(location string, r *vacuum.Report, dryRun bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "vacuum %s at version %d (%s mode): retention %s, deleting files %s before %s\n", location, r.Version, r.Mode, r.Retention,
 		map[vacuum.Mode]string{vacuum.Full: "last modified", vacuum.Lite: "removed"}[r.Mode], r.Cutoff.UTC().Format(time.RFC3339))
+	if s := r.Share; s != nil {
+		fmt.Fprintf(&b, "  share %d/%d of the table, split by the files of version %d\n", s.Index, s.Count, s.Version)
+	}
 	switch {
 	case r.FilesToDelete == 0:
 		b.WriteString("  nothing to delete\n")

@@ -32,6 +32,14 @@ type Share struct {
 	// AlreadyCommitted: the table already holds this run's commit (a repeated commit step); nothing
 	// was done.
 	AlreadyCommitted bool `json:"alreadyCommitted,omitempty"`
+	// The run's vacuum (with --vacuum), spread over the shares by key ranges of the table: this share's
+	// part, and in index 0's result the sums over the shares listed in Vacuumed (those that reported in
+	// time). VacuumSkipped says why this share did not vacuum (the run neither committed nor settled).
+	Vacuumed           []int  `json:"vacuumed,omitempty"`
+	VacuumFilesDeleted int64  `json:"vacuumFilesDeleted,omitempty"`
+	VacuumBytesDeleted int64  `json:"vacuumBytesDeleted,omitempty"`
+	VacuumDirectories  int64  `json:"vacuumDirectories,omitempty"`
+	VacuumSkipped      string `json:"vacuumSkipped,omitempty"`
 }
 
 // MaxSupersededNamed bounds the paths Share.Superseded lists, for the termination message's size.

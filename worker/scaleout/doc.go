@@ -1,4 +1,4 @@
-// Package scaleout spreads one maintenance run (compaction or clustering) over several processes and
+// Package scaleout spreads one maintenance run (compaction or clustering, and its vacuum) over several processes and
 // still makes one commit:
 //
 //   - every share plans the same work from the same pinned snapshot version V (the plan is a pure function
@@ -13,7 +13,10 @@
 //     share) whose inputs are all still live is committed, the others are dropped with their outputs deleted
 //     and named in the result — the single-pod compaction's per-bin rule. The commit carries a txn action
 //     (appId ScaleOutAppID, version V) so that a repeated commit step, after a crash at any point, finds
-//     the run committed instead of committing it twice or deleting files the log references.
+//     the run committed instead of committing it twice or deleting files the log references;
+//   - with vacuum, every share then vacuums its part of the table (worker/vacuum's Share), but only once
+//     the run is settled — committed, or marked settled by index 0 (vacuum.go) — so that a short retention
+//     never deletes outputs the commit is about to reference; index 0 sums the shares' vacuum reports.
 //
 // The package reads and writes tables through worker/delta and worker/storage only; worker/optimize and
 // worker/cluster build the units, worker/cli wires the commands.

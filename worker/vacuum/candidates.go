@@ -67,22 +67,19 @@ func referenced(snap *delta.Snapshot, cutoff time.Time) (*references, error) {
 	return refs, nil
 }
 
-// listCandidates lists the table's storage (full mode).
-func listCandidates(ctx context.Context, snap *delta.Snapshot, refs *references, rep *Report, progress func(string)) ([]candidate, error) {
+// listCandidates lists the table's storage (full mode), or the share's part of it.
+func listCandidates(ctx context.Context, snap *delta.Snapshot, plan *listPlan, refs *references, rep *Report, progress func(string)) ([]candidate, error) {
 	isHidden := hiddenRule(snap)
 	dirs := map[string]bool{}
 	var out []candidate
 	var listed int
-	for obj, err := range snap.Table().Store().List(ctx, "", "") {
-		if err != nil {
-			return nil, fmt.Errorf("table %s: list files: %w", snap.Table().Location(), err)
-		}
+	err := plan.list(ctx, snap.Table().Store(), isHidden, func(obj storage.ObjectInfo) {
 		listed++
 		if listed%10000 == 0 {
 			progress(fmt.Sprintf("listed %d files, %d to delete", listed, len(out)))
 		}
 		if hiddenPath(obj.Key, isHidden) {
-			continue
+			return
 		}
 		dirs[path.Dir(obj.Key)] = true
 		switch {
@@ -92,6 +89,9 @@ func listCandidates(ctx context.Context, snap *delta.Snapshot, refs *references,
 		default:
 			out = append(out, candidate{key: obj.Key, size: obj.Size})
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", snap.Table().Location(), err)
 	}
 	rep.Directories = int64(len(dirs))
 	return out, nil
@@ -146,12 +146,13 @@ func hiddenPath(key string, isHidden func(string) bool) bool {
 
 // tombstoneCandidates are the files and deletion vectors of expired tombstones that nothing live
 // references (lite mode). Each is looked up, so files an earlier vacuum deleted are not counted again.
-func tombstoneCandidates(ctx context.Context, snap *delta.Snapshot, refs *references, parallelism int) ([]candidate, error) {
+// A share takes the tombstones in its part of the key space.
+func tombstoneCandidates(ctx context.Context, snap *delta.Snapshot, plan *listPlan, refs *references, parallelism int) ([]candidate, error) {
 	loc := snap.Table().Location()
 	seen := map[string]bool{}
 	var keys []string
 	add := func(key string) {
-		if !refs.keys[key] && !seen[key] && !strings.HasPrefix(key, delta.LogDir) {
+		if !refs.keys[key] && !seen[key] && !strings.HasPrefix(key, delta.LogDir) && plan.owns(key) {
 			seen[key] = true
 			keys = append(keys, key)
 		}

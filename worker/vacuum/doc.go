@@ -18,6 +18,9 @@
 //     cheap on large tables, but it cannot see orphans no commit ever referenced, nor removes whose
 //     tombstones a checkpoint already dropped: run Full now and then.
 //
+// A vacuum can also be one share of N (shares.go): the table's key space is split by the file names of
+// a pinned version, so N processes list and delete it once between them.
+//
 // Before anything, the full writer protocol is checked (the features gate's Vacuum operation), which
 // is what the vacuumProtocolCheck feature asks of every vacuum: a vacuum that does not understand a
 // writer feature could delete files that feature still needs. A retention shorter than the table's

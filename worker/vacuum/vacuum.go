@@ -37,6 +37,8 @@ type Options struct {
 	Now func() time.Time
 	// SampleSize is how many of the files to delete the report lists (dry runs show them).
 	SampleSize int
+	// Share, when set, limits a full-mode vacuum to one share of a scale-out run (shares.go).
+	Share *Share
 }
 
 // Report describes a vacuum.
@@ -61,6 +63,8 @@ type Report struct {
 	KeptRecentLeftovers                 int64
 	// Sample lists the first SampleSize candidates (storage keys).
 	Sample []string
+	// Share is the part of the table this vacuum listed, when it ran as one share of a scale-out run.
+	Share *Share
 }
 
 // Run vacuums the latest snapshot of tbl.
@@ -100,15 +104,20 @@ func Run(ctx context.Context, tbl *delta.Table, opts Options, progress func(stri
 	if err != nil {
 		return rep, err
 	}
+	plan, err := sharePlan(ctx, tbl, snap, opts.Share)
+	if err != nil {
+		return rep, err
+	}
+	rep.Share = opts.Share
 	var cands []candidate
 	var leftovers []storage.Leftover
 	if mode == Full {
-		cands, err = listCandidates(ctx, snap, refs, rep, progress)
-		if err == nil {
+		cands, err = listCandidates(ctx, snap, plan, refs, rep, progress)
+		if err == nil && plan.ownsRest() {
 			leftovers, err = findLeftovers(ctx, snap, rep)
 		}
 	} else {
-		cands, err = tombstoneCandidates(ctx, snap, refs, opts.Parallelism)
+		cands, err = tombstoneCandidates(ctx, snap, plan, refs, opts.Parallelism)
 	}
 	if err != nil {
 		return rep, err
@@ -134,6 +143,25 @@ func Run(ctx context.Context, tbl *delta.Table, opts Options, progress func(stri
 		rep.Op.Message = err.Error() + "; " + rep.Op.Message
 	}
 	return rep, err
+}
+
+// sharePlan is the part of the key space this vacuum lists: all of it, or the share's part of the plan
+// made from the share's pinned version.
+func sharePlan(ctx context.Context, tbl *delta.Table, latest *delta.Snapshot, s *Share) (*listPlan, error) {
+	if s == nil {
+		return planShares(latest, 0, 1)
+	}
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("vacuum share %d/%d: the index must be 0..count-1", s.Index, s.Count))
+	}
+	base := latest
+	if s.Version != latest.Version() {
+		var err error
+		if base, err = tbl.At(ctx, s.Version); err != nil {
+			return nil, fmt.Errorf("read version %d, which every vacuum share splits the table by: %w", s.Version, err)
+		}
+	}
+	return planShares(base, s.Index, s.Count)
 }
 
 // checkRetention resolves the retention and refuses one shorter than the table's unless allowed
