@@ -232,7 +232,7 @@ func (c *committer) build(tx *delta.Transaction, latest *delta.Snapshot, live []
 					cur = cur.WithNumRecords(n)
 				}
 			}
-			tx.Remove(false, cur)
+			tx.RemoveKeepingRowCounts(false, cur)
 			removed++
 			removedBytes += cur.Size
 		}
