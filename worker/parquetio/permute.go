@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -301,6 +302,7 @@ func (p *permuter) writeOutput(ctx context.Context, k int, encs []*columnEncoder
 	fw := newFileWriter(w, p.out, p.cfg.codecID)
 	fw.kv = keyValues(p.opts.Writer.KeyValueMetadata)
 	stats := make([]leafStats, len(p.out.leaves))
+	var defined levelRuns
 	fail := func(err error) (*WriteResult, error) {
 		_ = w.Abort() // the write error is the one to report
 		return nil, err
@@ -316,6 +318,8 @@ func (p *permuter) writeOutput(ctx context.Context, k int, encs []*columnEncoder
 				batch := columnBatch{n: seg.n, defs: seg.defs, reps: seg.reps, valueSlices: seg.vals}
 				if leaf.maxDef == 0 {
 					batch.defs = nil
+				} else if batch.defs == nil {
+					batch.defs = defined.run(byte(leaf.maxDef), seg.n) // no nulls: the segment kept no levels
 				}
 				if err := encs[j].write(&batch); err != nil {
 					return fail(err)
@@ -341,4 +345,20 @@ func (p *permuter) writeOutput(ctx context.Context, k int, encs []*columnEncoder
 		return nil, fmt.Errorf("close output %d: %w", k, err)
 	}
 	return &WriteResult{NumRows: fw.numRows, Bytes: size, Columns: columnStatsOf(p.out.leaves, stats)}, nil
+}
+
+// levelRuns hands out runs of one definition level, for segments without nulls (scatter.level); the
+// encoder copies levels, so one buffer per level serves every segment.
+type levelRuns map[byte][]byte
+
+func (r *levelRuns) run(level byte, n int) []byte {
+	if *r == nil {
+		*r = levelRuns{}
+	}
+	buf := (*r)[level]
+	if len(buf) < n {
+		buf = bytes.Repeat([]byte{level}, n)
+		(*r)[level] = buf
+	}
+	return buf[:n]
 }

@@ -81,8 +81,8 @@ func scatterFixed[T any](sc *scatter, groups []uint32, defs []byte, maxDef byte,
 		}
 		seg := sc.segment(g)
 		seg.n++
-		if defs != nil {
-			seg.defs = append(seg.defs, defs[t])
+		if defs != nil && (seg.defs != nil || !defined) {
+			sc.level(seg, g, defs[t], maxDef)
 		}
 		if defined {
 			i := v
@@ -112,8 +112,8 @@ func (sc *scatter) scatterBytes(groups []uint32, defs []byte, maxDef byte, src *
 		}
 		seg := sc.segment(g)
 		seg.n++
-		if defs != nil {
-			seg.defs = append(seg.defs, defs[t])
+		if defs != nil && (seg.defs != nil || !defined) {
+			sc.level(seg, g, defs[t], maxDef)
 		}
 		if defined {
 			i := v
@@ -148,6 +148,22 @@ func (sc *scatter) seedBinSize(src *valueSlices, idx []int32) {
 	}
 }
 
+// level records a definition level of a record without repetition. A segment keeps none while all
+// its values are defined (writeOutput then hands the encoder a run of maxDef): in a column without
+// nulls they would be a byte per value of memory and copies for nothing.
+func (sc *scatter) level(seg *segment, g uint32, d, maxDef byte) {
+	if seg.defs == nil {
+		if d == maxDef {
+			return
+		}
+		seg.defs = make([]byte, seg.n-1, max(int(sc.groupRows[g]), seg.n))
+		for i := range seg.defs {
+			seg.defs[i] = maxDef
+		}
+	}
+	seg.defs = append(seg.defs, d)
+}
+
 // segment returns row group g's segment, allocated for its rows on first use.
 func (sc *scatter) segment(g uint32) *segment {
 	seg := &sc.segs[g]
@@ -158,9 +174,6 @@ func (sc *scatter) segment(g uint32) *segment {
 	n := int(sc.groupRows[g])
 	if sc.leaf.maxRep > 0 || n == 0 {
 		return seg
-	}
-	if sc.leaf.maxDef > 0 {
-		seg.defs = make([]byte, 0, n)
 	}
 	v := &seg.vals
 	switch sc.leaf.phys {
