@@ -60,5 +60,6 @@ func chunkPermuteBytes(md *format.ColumnMetaData, leaf *pqNode) int64 {
 }
 
 func dictionaryEncoded(md *format.ColumnMetaData) bool {
-	return md.DictionaryPageOffset > 0 || slices.Contains(md.Encoding, format.RLEDictionary) || slices.Contains(md.Encoding, format.PlainDictionary)
+	return md.DictionaryPageOffset > 0 || slices.Contains(md.Encoding, format.RLEDictionary) ||
+		slices.Contains(md.Encoding, format.PlainDictionary) //nolint:staticcheck // deprecated for writers; Parquet 1.0 files still carry it
 }
