@@ -89,3 +89,26 @@ func TestNewCurve_RejectsUnsupportedShapes(t *testing.T) {
 		}
 	}
 }
+
+// The tabulated Hilbert curve gives every point the position Skilling's algorithm gives it, so a
+// large run's layout is the one a small run (computed per row) would have.
+func TestTabulatedHilbert_EqualsTheComputedCurve(t *testing.T) {
+	for _, tc := range []struct{ dims, bits int }{{2, 10}, {2, 7}, {3, 6}, {4, 5}} {
+		curve := Hilbert{dims: tc.dims, bits: tc.bits}
+		table := tabulate(curve, 4<<(tc.dims*tc.bits))
+		if _, ok := table.(curveTable); !ok {
+			t.Fatalf("%dx%d bits: not tabulated (%T)", tc.dims, tc.bits, table)
+		}
+		grid(tc.dims, tc.bits, func(p []uint32) {
+			if got, want := table.Index(p), curve.Index(p); got != want {
+				t.Fatalf("%dx%d bits: table gives %d for %v, the curve %d", tc.dims, tc.bits, got, p, want)
+			}
+		})
+	}
+	if c := tabulate(Hilbert{dims: 2, bits: 10}, 1000); c != (Hilbert{dims: 2, bits: 10}) {
+		t.Fatalf("a run of 1000 rows tabulated the curve (%T)", c)
+	}
+	if c := tabulate(Hilbert{dims: 3, bits: 10}, 1<<40); c != (Hilbert{dims: 3, bits: 10}) {
+		t.Fatalf("a 30-bit curve was tabulated (%T)", c)
+	}
+}

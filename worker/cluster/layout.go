@@ -120,8 +120,8 @@ type input struct {
 	live    int64 // rows left after the deletion vector
 	// memRow estimates the in-memory bytes of one decoded row; diskRow the file bytes per live row.
 	memRow, diskRow float64
-	// uncompressed is the size of the file's pages before compression.
-	uncompressed int64
+	// permuteBytes estimates the file's live rows decoded for parquetio.Permute (File.PermuteBytes).
+	permuteBytes float64
 }
 
 // openInputs loads the inputs' deletion vectors and footers (for row counts and size estimates).
@@ -148,11 +148,14 @@ func openInputs(ctx context.Context, l *layout, files []*delta.AddFile) ([]*inpu
 			uncompressed += pf.RowGroup(g).UncompressedBytes
 		}
 		rows := pf.NumRows()
-		in.uncompressed = uncompressed
+		permuteBytes := pf.PermuteBytes()
 		r.Close()
 		in.rows, in.live = rows, rows
 		if in.deleted != nil {
 			in.live -= int64(in.deleted.GetCardinality())
+		}
+		if rows > 0 {
+			in.permuteBytes = float64(permuteBytes) * float64(in.live) / float64(rows)
 		}
 		if rows > 0 {
 			// A decoded row: a slice of interface values, each boxed, strings with their headers;

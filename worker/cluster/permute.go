@@ -11,16 +11,24 @@ import (
 )
 
 // columnarFits reports whether the inputs, decoded column by column, fit the memory limit: then
-// parquetio.Permute sorts them at column speed in one pass. Decoded, a column takes about its
-// uncompressed page bytes plus a definition level and an offset per value; dictionary-encoded
-// columns expand when decoded, hence the margin; the order costs 4 bytes a row. The rest of the limit
-// is the garbage collector's headroom.
+// parquetio.Permute sorts them at column speed in one pass. The decoded rows are estimated from the
+// footers (parquetio.File.PermuteBytes); the order and the row → row group map cost 8 bytes a row.
+// The rest of the limit, a fifth, is the encoders' buffers and the garbage collector's headroom: the
+// decoded columns are flat slices of values, which the collector does not scan.
 func (j *rewriteJob) columnarFits() bool {
+	return j.permuteBytes(j.ins) <= permuteShare*float64(j.opts.MemoryLimit)
+}
+
+// permuteShare is the part of the memory limit the decoded rows and the order may take.
+const permuteShare = 0.8
+
+// permuteBytes estimates the memory of permuting all the live rows of ins at once.
+func (j *rewriteJob) permuteBytes(ins []*input) float64 {
 	need := float64(j.total) * 8
-	for _, in := range j.ins {
-		need += 1.5*float64(in.uncompressed) + float64(in.live)*float64(j.l.leafColumns)*6
+	for _, in := range ins {
+		need += in.permuteBytes
 	}
-	return need <= 0.6*float64(j.opts.MemoryLimit)
+	return need
 }
 
 // permuteOptions are the options of parquetio.Permute and PermuteSubset: the output path's schema

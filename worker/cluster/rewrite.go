@@ -240,6 +240,7 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	pos.curve = tabulate(pos.curve, j.total)
 	out := make([]rowKey, j.total)
 	g, _ = errgroup.WithContext(ctx)
 	g.SetLimit(j.parallelism())

@@ -19,7 +19,7 @@ func TestOptimize_OnS3KeepsRowsAndReadsWavesFromLocalCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixtureOn(t, store, nil)
-	f.appendFiles(eventRows(150_000, 0, 5), 4)
+	f.appendFiles(eventRows(400_000, 0, 5), 4) // ≈ 24 MB decoded: waves under a 16 MiB limit
 	f.clusterBy("b", "a")
 	before := f.rows()
 	var waves int
@@ -35,7 +35,7 @@ func TestOptimize_OnS3KeepsRowsAndReadsWavesFromLocalCopies(t *testing.T) {
 	}
 	sameRows(t, before, f.rows())
 
-	f.appendFiles(eventRows(500, 150_000, 6), 2)
+	f.appendFiles(eventRows(500, 400_000, 6), 2)
 	before = f.rows()
 	if op := f.optimize(opts(nil)); op.Outcome != result.Succeeded || op.FilesRemoved != 2 {
 		t.Fatalf("incremental run: %+v", op)

@@ -55,14 +55,15 @@ func (j *rewriteJob) permuteWaves(ctx context.Context, order []uint32, starts []
 	return adds, len(waves), copied, nil
 }
 
-// outputWaves groups consecutive outputs into waves whose decoded rows fit 60% of the memory limit,
-// less the order and the row → row group map (12 bytes a row); it returns each wave's first output.
+// outputWaves groups consecutive outputs into waves whose decoded rows fit the memory limit's share
+// for them (columnarFits), less the order and the row → row group map (8 bytes a row); it returns
+// each wave's first output.
 func (j *rewriteJob) outputWaves(order []uint32, starts []int) []int {
-	budget := max(0.6*float64(j.opts.MemoryLimit)-float64(j.total)*12, float64(j.opts.MemoryLimit)/8)
+	budget := max(permuteShare*float64(j.opts.MemoryLimit)-float64(j.total)*8, float64(j.opts.MemoryLimit)/8)
 	rowBytes := make([]float64, len(j.ins))
 	for i, in := range j.ins {
 		if in.live > 0 {
-			rowBytes[i] = (1.5*float64(in.uncompressed) + float64(in.live)*float64(j.l.leafColumns)*6) / float64(in.live)
+			rowBytes[i] = in.permuteBytes / float64(in.live)
 		}
 	}
 	fileOf := func(row uint32) int {

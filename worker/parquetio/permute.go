@@ -1,13 +1,13 @@
 package parquetio
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 
-	"github.com/parquet-go/parquet-go/format"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/deltakeeper/deltakeeper/worker/storage"
@@ -148,6 +148,7 @@ type permuter struct {
 
 	groups   [][]int       // output → its row groups (indexes into the segments)
 	groupOf  []uint32      // global live row → its row group
+	rows     [][]int32     // [input][row group] → the input's rows in it, to size segments up front
 	segments [][][]segment // [input][leaf][row group]
 }
 
@@ -160,6 +161,7 @@ type segment struct {
 	n          int
 	defs, reps []byte
 	vals       valueSlices
+	sized      bool // its slices were allocated for the rows it will receive (scatter.segment)
 }
 
 // plan assigns every live row of the order to its output row group; the others get skipRow.
@@ -189,6 +191,15 @@ func (p *permuter) plan(order []uint32, starts []int, groupRows int, total int64
 			n++
 		}
 	}
+	p.rows = make([][]int32, len(p.files))
+	for i := range p.rows {
+		p.rows[i] = make([]int32, n)
+		for _, g := range p.groupOf[p.off[i]:p.off[i+1]] {
+			if g != skipRow {
+				p.rows[i][g]++
+			}
+		}
+	}
 	p.segments = make([][][]segment, len(p.files))
 	for i := range p.segments {
 		p.segments[i] = make([][]segment, len(p.out.leaves))
@@ -208,7 +219,7 @@ func (p *permuter) decode(ctx context.Context, inputs []RewriteInput) error {
 	for i, in := range inputs {
 		for j, leaf := range p.out.leaves {
 			g.Go(func() error {
-				sc := &scatter{leaf: leaf, segs: p.segments[i][j], groupOf: p.groupOf[p.off[i]:p.off[i+1]]}
+				sc := &scatter{leaf: leaf, segs: p.segments[i][j], groupOf: p.groupOf[p.off[i]:p.off[i+1]], groupRows: p.rows[i]}
 				l := &lane{leaf: leaf, files: p.files, plans: p.plans, rb: newReadBuffers(bufSize), input: -1, sink: sc.capture}
 				if kind, ok := p.rtLeaf[j]; ok {
 					l.rt = &rtFill{kind: kind, base: p.rtBase}
@@ -243,70 +254,6 @@ func (p *permuter) decode(ctx context.Context, inputs []RewriteInput) error {
 		}
 	}
 	return g.Wait()
-}
-
-// scatter receives one leaf of one input, batch by batch, and appends each record's triplets and
-// values to its row group's segment.
-type scatter struct {
-	leaf    *leafDesc
-	segs    []segment
-	groupOf []uint32 // the input's live rows → row group
-	rows    int
-	cur     *segment
-	skip    bool // the current record is left out (PermuteSubset)
-	err     error
-}
-
-func (sc *scatter) capture(b *columnBatch) error {
-	leaf := sc.leaf
-	maxDef := byte(leaf.maxDef)
-	vals := &b.valueSlices
-	if b.idx != nil {
-		vals = &b.src.valueSlices
-	}
-	v := 0
-	for t := range b.n {
-		if leaf.maxRep == 0 || b.reps[t] == 0 {
-			if sc.rows >= len(sc.groupOf) {
-				sc.err = fmt.Errorf("more rows than the file's live rows")
-				return sc.err
-			}
-			sc.cur, sc.skip = nil, sc.groupOf[sc.rows] == skipRow
-			if !sc.skip {
-				sc.cur = &sc.segs[sc.groupOf[sc.rows]]
-			}
-			sc.rows++
-		}
-		seg := sc.cur
-		if seg == nil {
-			if !sc.skip {
-				sc.err = fmt.Errorf("a column starts inside a record")
-				return sc.err
-			}
-			if leaf.maxDef == 0 || b.defs[t] == maxDef {
-				v++
-			}
-			continue
-		}
-		seg.n++
-		defined := true
-		if leaf.maxDef > 0 {
-			seg.defs = append(seg.defs, b.defs[t])
-			defined = b.defs[t] == maxDef
-		}
-		if leaf.maxRep > 0 {
-			seg.reps = append(seg.reps, b.reps[t])
-		}
-		if defined {
-			i := v
-			if b.idx != nil {
-				i = int(b.idx[v])
-			}
-			appendOne(&seg.vals, vals, leaf.phys, i)
-			v++
-		}
-	}
-	return nil
 }
 
 // encode writes the outputs, several at once.
@@ -355,6 +302,7 @@ func (p *permuter) writeOutput(ctx context.Context, k int, encs []*columnEncoder
 	fw := newFileWriter(w, p.out, p.cfg.codecID)
 	fw.kv = keyValues(p.opts.Writer.KeyValueMetadata)
 	stats := make([]leafStats, len(p.out.leaves))
+	var defined levelRuns
 	fail := func(err error) (*WriteResult, error) {
 		_ = w.Abort() // the write error is the one to report
 		return nil, err
@@ -370,6 +318,8 @@ func (p *permuter) writeOutput(ctx context.Context, k int, encs []*columnEncoder
 				batch := columnBatch{n: seg.n, defs: seg.defs, reps: seg.reps, valueSlices: seg.vals}
 				if leaf.maxDef == 0 {
 					batch.defs = nil
+				} else if batch.defs == nil {
+					batch.defs = defined.run(byte(leaf.maxDef), seg.n) // no nulls: the segment kept no levels
 				}
 				if err := encs[j].write(&batch); err != nil {
 					return fail(err)
@@ -397,26 +347,18 @@ func (p *permuter) writeOutput(ctx context.Context, k int, encs []*columnEncoder
 	return &WriteResult{NumRows: fw.numRows, Bytes: size, Columns: columnStatsOf(p.out.leaves, stats)}, nil
 }
 
-// appendOne appends value i of src.
-func appendOne(dst, src *valueSlices, phys format.Type, i int) {
-	switch phys {
-	case format.Boolean:
-		dst.bools = append(dst.bools, src.bools[i])
-	case format.Int32:
-		dst.i32 = append(dst.i32, src.i32[i])
-	case format.Int64:
-		dst.i64 = append(dst.i64, src.i64[i])
-	case format.Int96:
-		dst.i96 = append(dst.i96, src.i96[i])
-	case format.Float:
-		dst.f32 = append(dst.f32, src.f32[i])
-	case format.Double:
-		dst.f64 = append(dst.f64, src.f64[i])
-	default:
-		if len(dst.binOff) == 0 {
-			dst.binOff = append(dst.binOff, uint32(len(dst.bin)))
-		}
-		dst.bin = append(dst.bin, src.bytesAt(i)...)
-		dst.binOff = append(dst.binOff, uint32(len(dst.bin)))
+// levelRuns hands out runs of one definition level, for segments without nulls (scatter.level); the
+// encoder copies levels, so one buffer per level serves every segment.
+type levelRuns map[byte][]byte
+
+func (r *levelRuns) run(level byte, n int) []byte {
+	if *r == nil {
+		*r = levelRuns{}
 	}
+	buf := (*r)[level]
+	if len(buf) < n {
+		buf = bytes.Repeat([]byte{level}, n)
+		(*r)[level] = buf
+	}
+	return buf[:n]
 }
