@@ -104,7 +104,7 @@ func TestColumns_DecodeEveryPrimitiveAsRowsDoes(t *testing.T) {
 				}
 				dictChunks := 0
 				for _, c := range f.metadata().RowGroups[0].Columns {
-					if slices.Contains(c.MetaData.Encoding, format.RLEDictionary) || slices.Contains(c.MetaData.Encoding, format.PlainDictionary) {
+					if slices.Contains(c.MetaData.Encoding, format.RLEDictionary) {
 						dictChunks++
 					}
 				}
