@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
@@ -158,6 +159,7 @@ func readParquetColumns(ctx context.Context, store storage.Store, sf source.File
 	if len(unknown) > 0 {
 		return &format.NewColumnsError{File: uri, Columns: unknown}
 	}
+	growFlat(dst, schema, int(min(f.NumRows(), 1<<26)))
 	cr, err := f.Columns(ctx, read, parquetio.ColumnOptions{BatchSize: format.ChunkRows})
 	if errors.Is(err, parquetio.ErrColumnsUnsupported) {
 		return errNotColumnar
@@ -187,6 +189,29 @@ func readParquetColumns(ctx context.Context, store storage.Store, sf source.File
 		return &format.Error{File: uri, Err: errors.New("the file has no rows: remove it, or set onBadFile to skip")}
 	}
 	return nil
+}
+
+// growFlat makes room for n more rows in every column of dst, so that a batch of many chunks is
+// not copied again each time its vectors outgrow their capacity.
+func growFlat(dst *parquetio.FlatBatch, schema *types.StructType, n int) {
+	for i, f := range schema.Fields {
+		c := &dst.Cols[i]
+		c.Null = slices.Grow(c.Null, n)
+		switch k, _ := parquetio.FlatKindOf(f.Type); k {
+		case parquetio.FlatI32:
+			c.I32 = slices.Grow(c.I32, n)
+		case parquetio.FlatI64:
+			c.I64 = slices.Grow(c.I64, n)
+		case parquetio.FlatF32:
+			c.F32 = slices.Grow(c.F32, n)
+		case parquetio.FlatF64:
+			c.F64 = slices.Grow(c.F64, n)
+		case parquetio.FlatBool:
+			c.Bool = slices.Grow(c.Bool, n)
+		case parquetio.FlatBytes:
+			c.Off = slices.Grow(c.Off, n)
+		}
+	}
 }
 
 // storedField finds a table column's stored field as format's projector does: the exact name,
