@@ -41,6 +41,11 @@ func gatherColumns(src *srcRows, sel []int32, width int, from []types.Struct, mi
 			d.Bool = make([]bool, 0, len(sel))
 		case parquetio.FlatBytes:
 			d.Off = make([]uint32, 1, len(sel)+1)
+			size := 0
+			for _, n := range sel {
+				size += int(s.Off[n+1] - s.Off[n])
+			}
+			d.Bin = make([]byte, 0, size)
 		}
 		for r, n := range sel {
 			if from != nil && missing[r] != nil && missing[r][i] {

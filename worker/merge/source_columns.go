@@ -178,8 +178,15 @@ func readParquetColumns(ctx context.Context, store storage.Store, sf source.File
 			return &format.Error{File: uri, Row: rows + 1, Err: err}
 		}
 		for i, tf := range schema.Fields {
-			if err := b.Column(i).AppendFlat(&dst.Cols[i], tf.Type); err != nil {
+			c := &dst.Cols[i]
+			before := len(c.Bin)
+			if err := b.Column(i).AppendFlat(c, tf.Type); err != nil {
 				return &format.Error{File: uri, Row: rows + 1, Column: tf.Name, Err: err}
+			}
+			if rows == 0 && b.Len() > 0 && len(c.Bin) > before {
+				// Strings: room for the file's other rows at the first chunk's bytes per row.
+				left := int(f.NumRows()) - b.Len()
+				c.Bin = slices.Grow(c.Bin, int(min(int64(len(c.Bin)-before)*int64(max(left, 0))/int64(b.Len())*9/8, 1<<31)))
 			}
 		}
 		dst.Rows += b.Len()
