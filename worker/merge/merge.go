@@ -114,7 +114,7 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 		return false, err
 	}
 	if m.src == nil || m.srcFor != wsnap.Metadata().SchemaString {
-		src, err := readBatch(ctx, m.batch, readSchema, &m.o.Format)
+		src, err := readBatch(ctx, m.batch, readSchema, &m.o.Format, m.o.rowsOnly)
 		var nce *format.NewColumnsError
 		if errors.As(err, &nce) {
 			return false, m.onNewColumns(nce)
@@ -127,6 +127,9 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 			return false, err
 		}
 		m.src, m.srcFor = src, wsnap.Metadata().SchemaString
+		if m.o.batchRead != nil {
+			m.o.batchRead(src.cols != nil)
+		}
 		if m.inserts != nil {
 			m.inserts.abort(ctx) // written in an older schema
 			m.inserts = nil
@@ -136,7 +139,7 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	m.rep.SourceRows, m.rep.SourceRowsDeduplicated = int64(len(m.src.rows))-p.deduped, p.deduped
+	m.rep.SourceRows, m.rep.SourceRowsDeduplicated = int64(m.src.len())-p.deduped, p.deduped
 	st := &staged{tx: tx, snap: snap, wsnap: wsnap, p: p, width: len(wsnap.Schema().Fields)}
 	if err := m.stage(ctx, st); err != nil {
 		st.abort(ctx)

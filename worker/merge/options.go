@@ -96,6 +96,11 @@ type Options struct {
 	// beforeCommit is a test hook run just before the commit of each attempt, given the paths of
 	// the attempt's insert files.
 	beforeCommit func(attempt int, inserts []string)
+	// rowsOnly is a test hook that reads every batch as rows, so that tests can run the same merges
+	// through both paths and compare the tables (the route is otherwise the batch's schema).
+	rowsOnly bool
+	// batchRead is a test hook told whether each batch was read as columns.
+	batchRead func(columnar bool)
 }
 
 func (o *Options) check() error {

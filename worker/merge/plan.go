@@ -55,16 +55,16 @@ func newPruner(snap *delta.Snapshot, p *prepared, o *Options) (*pruner, error) {
 	live := func(n int) bool { return p.live[n] }
 	if len(pr.keyParts) > 0 {
 		pr.partTuples = map[string]bool{}
-		for n, r := range p.src.rows {
+		for n := range p.src.len() {
 			if !live(n) {
 				continue
 			}
-			if _, ok := keyOf(r, p.keyIdx); !ok {
+			if _, ok := p.src.keyOf(n, p.keyIdx); !ok {
 				continue
 			}
 			var b []byte
 			for _, j := range pr.keyParts {
-				b = appendValue(b, r[p.keyIdx[j]])
+				b = appendValue(b, p.src.value(n, p.keyIdx[j]))
 			}
 			pr.partTuples[string(b)] = true
 		}
@@ -75,9 +75,9 @@ func newPruner(snap *delta.Snapshot, p *prepared, o *Options) (*pruner, error) {
 		}
 		i := columnIndex(p.schema, name)
 		vals := map[string]bool{}
-		for n, r := range p.src.rows {
+		for n := range p.src.len() {
 			if live(n) {
-				vals[valueKey(r[i])] = true
+				vals[valueKey(p.src.value(n, i))] = true
 			}
 		}
 		pr.pinned = append(pr.pinned, p.schema.Fields[i].Name)
@@ -87,7 +87,7 @@ func newPruner(snap *delta.Snapshot, p *prepared, o *Options) (*pruner, error) {
 	for j, k := range pr.keys {
 		keyTypes[j] = k.Type
 	}
-	sk, err := newSortedKeys(p.src.rows, p.keyIdx, keyTypes, live)
+	sk, err := newSortedKeys(p.src, p.keyIdx, keyTypes, live)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ type plan struct {
 // planMatches prunes the snapshot's files and reads the key columns of the survivors to find the
 // matched rows. A target row matched by two source rows is an error naming the key.
 func planMatches(ctx context.Context, snap *delta.Snapshot, p *prepared, pr *pruner) (*plan, error) {
-	pl := &plan{matched: make([]bool, len(p.src.rows))}
+	pl := &plan{matched: make([]bool, p.src.len())}
 	for _, f := range snap.Files() {
 		pl.total++
 		switch {
@@ -331,7 +331,7 @@ func visitSrcs(m *fileMatch, p *prepared, f *delta.AddFile, dupErr *error) func(
 	return func(pos int64, first int32, n int) {
 		if n > 1 && *dupErr == nil {
 			*dupErr = result.Refuse(result.ReasonBadFile, fmt.Errorf("%d source rows match the same target row (key %s, data file %s): deduplicate the batch, or give --order-by to keep the last row of each key",
-				n, describeKey(p.src.rows[first], p.keyIdx, p.schema), f.Path))
+				n, describeKey(p.src.row(int(first)), p.keyIdx, p.schema), f.Path))
 		}
 		m.pos = append(m.pos, pos)
 		m.src = append(m.src, first)

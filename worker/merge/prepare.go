@@ -40,7 +40,7 @@ type prepared struct {
 // prepare resolves the key, delete-marker and order-by columns against the write schema (every one
 // must exist in the table and in every source file) and indexes the batch by key.
 func prepare(src *srcRows, schema *types.StructType, width int, o *Options, table string) (*prepared, error) {
-	p := &prepared{src: src, schema: schema, live: make([]bool, len(src.rows)), deleted: make([]bool, len(src.rows))}
+	p := &prepared{src: src, schema: schema, live: make([]bool, src.len()), deleted: make([]bool, src.len())}
 	for i := range p.live {
 		p.live[i] = true
 	}
@@ -77,8 +77,8 @@ func prepare(src *srcRows, schema *types.StructType, width int, o *Options, tabl
 		if pt, ok := schema.Fields[i].Type.(*types.PrimitiveType); !ok || pt.Name != types.TypeBoolean {
 			return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("delete-marker column %q is %s, not boolean", o.DeleteColumn, schema.Fields[i].Type))
 		}
-		for n, r := range src.rows {
-			p.deleted[n] = r[i] == true
+		for n := range p.deleted {
+			p.deleted[n] = src.value(n, i) == true
 		}
 	}
 	if o.OrderBy != "" {
@@ -110,10 +110,10 @@ func (p *prepared) dedup(orderIdx int) error {
 	return dedupBy(p, orderIdx, p.stringOf)
 }
 
-func dedupBy[K comparable](p *prepared, orderIdx int, key func(types.Struct) (K, bool)) error {
+func dedupBy[K comparable](p *prepared, orderIdx int, key func(int) (K, bool)) error {
 	best := map[K]int{}
-	for n, r := range p.src.rows {
-		k, ok := key(r)
+	for n := range p.src.len() {
+		k, ok := key(n)
 		if !ok {
 			continue
 		}
@@ -122,7 +122,7 @@ func dedupBy[K comparable](p *prepared, orderIdx int, key func(types.Struct) (K,
 			best[k] = n
 			continue
 		}
-		a, b := p.src.rows[prev][orderIdx], r[orderIdx]
+		a, b := p.src.value(prev, orderIdx), p.src.value(n, orderIdx)
 		later := true // b wins unless a orders after it
 		switch {
 		case b == nil && a != nil:
@@ -146,16 +146,16 @@ func dedupBy[K comparable](p *prepared, orderIdx int, key func(types.Struct) (K,
 }
 
 // indexRows maps each non-null key of the live rows to its first row and chains the rows after it.
-func indexRows[K comparable](p *prepared, key func(types.Struct) (K, bool)) (map[K]int32, []int32) {
-	first := make(map[K]int32, len(p.src.rows))
+func indexRows[K comparable](p *prepared, key func(int) (K, bool)) (map[K]int32, []int32) {
+	first := make(map[K]int32, p.src.len())
 	last := map[K]int32{} // only keys seen twice
-	next := make([]int32, len(p.src.rows))
-	for n, r := range p.src.rows {
+	next := make([]int32, p.src.len())
+	for n := range p.src.len() {
 		next[n] = -1
 		if !p.live[n] {
 			continue
 		}
-		k, ok := key(r)
+		k, ok := key(n)
 		if !ok {
 			continue
 		}
@@ -187,8 +187,8 @@ const (
 func (p *prepared) indexLongsDense() bool {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	rows := 0
-	for n, r := range p.src.rows {
-		if v, ok := p.longOf(r); ok && p.live[n] {
+	for n := range p.src.len() {
+		if v, ok := p.longOf(n); ok && p.live[n] {
 			lo, hi = min(lo, v), max(hi, v)
 			rows++
 		}
@@ -202,8 +202,8 @@ func (p *prepared) indexLongsDense() bool {
 	}
 	p.longMin, p.longSpan = lo, span
 	p.longBits = make([]uint64, (span+63)/64)
-	for n, r := range p.src.rows {
-		if v, ok := p.longOf(r); ok && p.live[n] {
+	for n := range p.src.len() {
+		if v, ok := p.longOf(n); ok && p.live[n] {
 			d := uint64(v) - uint64(lo)
 			p.longBits[d>>6] |= 1 << (d & 63)
 		}
@@ -219,10 +219,10 @@ func (p *prepared) indexLongsDense() bool {
 	for i := range p.longFirst {
 		p.longFirst[i] = -1
 	}
-	p.next = make([]int32, len(p.src.rows))
-	for n, r := range p.src.rows {
+	p.next = make([]int32, p.src.len())
+	for n := range p.src.len() {
 		p.next[n] = -1
-		v, ok := p.longOf(r)
+		v, ok := p.longOf(n)
 		if !ok || !p.live[n] {
 			continue
 		}
@@ -259,9 +259,10 @@ func (p *prepared) longKey() bool {
 	return len(p.keyIdx) == 1 && integral(p.schema.Fields[p.keyIdx[0]].Type)
 }
 
-func (p *prepared) longOf(r types.Struct) (int64, bool) { return types.AsInt64(r[p.keyIdx[0]]) }
+// longOf is the integer key of row n (longKey: the key column is integral).
+func (p *prepared) longOf(n int) (int64, bool) { return p.src.ordinal(n, p.keyIdx[0]) }
 
-func (p *prepared) stringOf(r types.Struct) (string, bool) { return keyOf(r, p.keyIdx) }
+func (p *prepared) stringOf(n int) (string, bool) { return p.src.keyOf(n, p.keyIdx) }
 
 // lookup finds the batch's live rows with the key tuple t (in key order): the first, and how many
 // there are (0: none; more than 1 is the error of a target row matched twice).

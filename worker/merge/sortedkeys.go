@@ -50,7 +50,8 @@ func (sk *sortedKeys) count() int {
 
 // newSortedKeys collects the distinct non-null keys of the live rows. types are the key columns'
 // types, in key order.
-func newSortedKeys(rows []types.Struct, idx []int, keyTypes []types.DataType, live func(int) bool) (*sortedKeys, error) {
+func newSortedKeys(src *srcRows, idx []int, keyTypes []types.DataType, live func(int) bool) (*sortedKeys, error) {
+	rows := src.len()
 	sk := &sortedKeys{comparable: true}
 	kinds := make([]ordKind, len(keyTypes))
 	packable := true
@@ -62,9 +63,9 @@ func newSortedKeys(rows []types.Struct, idx []int, keyTypes []types.DataType, li
 	switch {
 	case len(idx) == 1 && kinds[0] == ordLong:
 		sk.kind = sortedLongs
-		sk.longs = make([]int64, 0, len(rows))
-		for n, r := range rows {
-			if v, ok := ordinal(r[idx[0]]); ok && live(n) {
+		sk.longs = make([]int64, 0, rows)
+		for n := range rows {
+			if v, ok := src.ordinal(n, idx[0]); ok && live(n) {
 				sk.longs = append(sk.longs, v)
 			}
 		}
@@ -73,9 +74,9 @@ func newSortedKeys(rows []types.Struct, idx []int, keyTypes []types.DataType, li
 		return sk, nil
 	case len(idx) == 1 && kinds[0] == ordBytes:
 		sk.kind = sortedStrings
-		sk.strs = make([]string, 0, len(rows))
-		for n, r := range rows {
-			if s, ok := bytesValue(r[idx[0]]); ok && live(n) {
+		sk.strs = make([]string, 0, rows)
+		for n := range rows {
+			if s, ok := bytesValue(src.value(n, idx[0])); ok && live(n) {
 				sk.strs = append(sk.strs, s)
 			}
 		}
@@ -84,18 +85,18 @@ func newSortedKeys(rows []types.Struct, idx []int, keyTypes []types.DataType, li
 		return sk, nil
 	case packable:
 		sk.kind, sk.packed = sortedPacked, kinds
-		sk.strs = make([]string, 0, len(rows))
+		sk.strs = make([]string, 0, rows)
 		var b []byte
-	rows:
-		for n, r := range rows {
+	next:
+		for n := range rows {
 			if !live(n) {
 				continue
 			}
 			b = b[:0]
 			for j, i := range idx {
 				var ok bool
-				if b, ok = appendOrdered(b, kinds[j], r[i]); !ok {
-					continue rows // a null key never matches
+				if b, ok = appendOrdered(b, kinds[j], src.value(n, i)); !ok {
+					continue next // a null key never matches
 				}
 			}
 			sk.strs = append(sk.strs, string(b))
@@ -104,25 +105,25 @@ func newSortedKeys(rows []types.Struct, idx []int, keyTypes []types.DataType, li
 		sk.strs = slices.Compact(sk.strs)
 		return sk, nil
 	}
-	return newBoxedKeys(sk, rows, idx, live)
+	return newBoxedKeys(sk, src, idx, live)
 }
 
 // newBoxedKeys is the general path: boxed tuples, deduplicated by keyOf and sorted by types.Compare.
-func newBoxedKeys(sk *sortedKeys, rows []types.Struct, idx []int, live func(int) bool) (*sortedKeys, error) {
+func newBoxedKeys(sk *sortedKeys, src *srcRows, idx []int, live func(int) bool) (*sortedKeys, error) {
 	sk.kind = sortedBoxed
 	seen := map[string]bool{}
-	for n, r := range rows {
+	for n := range src.len() {
 		if !live(n) {
 			continue
 		}
-		k, ok := keyOf(r, idx)
+		k, ok := src.keyOf(n, idx)
 		if !ok || seen[k] {
 			continue
 		}
 		seen[k] = true
 		t := make(types.Struct, len(idx))
 		for j, i := range idx {
-			t[j] = r[i]
+			t[j] = src.value(n, i)
 		}
 		sk.tuples = append(sk.tuples, t)
 	}

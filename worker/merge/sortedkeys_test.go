@@ -46,7 +46,7 @@ func TestSortedKeys_EveryFormFindsExactlyTheTuplesInRange(t *testing.T) {
 				rows = append(rows, r)
 			}
 			live := func(n int) bool { return n%7 != 3 }
-			sk, err := newSortedKeys(rows, idx, keyTypes, live)
+			sk, err := newSortedKeys(&srcRows{rows: rows}, idx, keyTypes, live)
 			if err != nil {
 				t.Fatal(err)
 			}

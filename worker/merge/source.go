@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/source"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
@@ -69,18 +70,101 @@ func singleFile(ctx context.Context, uri string, cfg storage.Config) (Batch, boo
 	return Batch{Store: ds, Files: []source.File{{Key: name, Size: info.Size, ModTime: info.ModTime, ETag: info.ETag}}}, true
 }
 
-// srcRows is the batch read into the write schema: rows, and for each row which table columns its
-// file had (a target column the file lacks keeps the target's value on update).
+// srcRows is the batch read into the write schema: rows (boxed, or as columns: see
+// source_columns.go), and for each row which table columns its file had (a target column the file
+// lacks keeps the target's value on update).
 type srcRows struct {
-	rows    []types.Struct
-	fileOf  []int32  // file index of each row
-	present [][]bool // per file, per schema column
-	files   []string // URIs, for messages
+	rows []types.Struct
+	// cols holds the batch instead of rows on the columnar path, colTypes its columns' types.
+	cols     *parquetio.FlatBatch
+	colTypes []types.DataType
+	colNames []string
+	fileOf   []int32  // file index of each row
+	present  [][]bool // per file, per schema column
+	files    []string // URIs, for messages
 }
 
-// readBatch reads every row of the batch into schema. New columns come back as
-// *format.NewColumnsError (the caller evolves and reads again, or refuses).
-func readBatch(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options) (*srcRows, error) {
+// len is the number of rows.
+func (s *srcRows) len() int {
+	if s.cols != nil {
+		return s.cols.Rows
+	}
+	return len(s.rows)
+}
+
+// value is column i of row n as a logical value (nil when null).
+func (s *srcRows) value(n, i int) types.Value {
+	if s.cols != nil {
+		return s.cols.Cols[i].Value(s.colTypes[i], n)
+	}
+	return s.rows[n][i]
+}
+
+// ordinal is column i of row n as an int64 when it is an integral, date or timestamp value
+// (false for null), as ordinal does for a boxed value, without boxing on the columnar path.
+func (s *srcRows) ordinal(n, i int) (int64, bool) {
+	if s.cols == nil {
+		return ordinal(s.rows[n][i])
+	}
+	c := &s.cols.Cols[i]
+	if c.IsNull(n) {
+		return 0, false
+	}
+	switch k, _ := parquetio.FlatKindOf(s.colTypes[i]); k {
+	case parquetio.FlatI32:
+		return int64(c.I32[n]), true
+	case parquetio.FlatI64:
+		return c.I64[n], true
+	}
+	return ordinal(s.value(n, i))
+}
+
+// colName names column i for messages.
+func (s *srcRows) colName(i int) string { return s.colNames[i] }
+
+// keyOf is keyOf of row n's columns idx.
+func (s *srcRows) keyOf(n int, idx []int) (string, bool) {
+	if s.cols == nil {
+		return keyOf(s.rows[n], idx)
+	}
+	var b []byte
+	for _, i := range idx {
+		v := s.value(n, i)
+		if v == nil {
+			return "", false
+		}
+		b = appendValue(b, v)
+	}
+	return string(b), true
+}
+
+// row is row n as a boxed row (a copy on the columnar path).
+func (s *srcRows) row(n int) types.Struct {
+	if s.cols == nil {
+		return s.rows[n]
+	}
+	r := make(types.Struct, len(s.cols.Cols))
+	for i := range r {
+		r[i] = s.value(n, i)
+	}
+	return r
+}
+
+// readBatch reads every row of the batch into schema: as columns when the schema is flat and every
+// file can be read so, otherwise as rows. New columns come back as *format.NewColumnsError (the
+// caller evolves and reads again, or refuses).
+func readBatch(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options, rowsOnly bool) (*srcRows, error) {
+	if !rowsOnly && columnarRead(schema, fo) {
+		out, err := readBatchColumns(ctx, b, schema, fo)
+		if !errors.Is(err, errNotColumnar) {
+			return out, err
+		}
+	}
+	return readBatchRows(ctx, b, schema, fo)
+}
+
+// readBatchRows reads every row of the batch into schema as boxed rows.
+func readBatchRows(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options) (*srcRows, error) {
 	out := &srcRows{}
 	// The reader's chunks are kept and joined once at the end: appending a million rows one by one
 	// copies the growing slice of row pointers again and again.

@@ -88,7 +88,7 @@ func (m *merger) stage(ctx context.Context, st *staged) error {
 	insertable := func(n int) bool { return p.live[n] && !p.deleted[n] }
 	switch {
 	case m.o.Mode == Append:
-		for n := range p.src.rows {
+		for n := range p.src.len() {
 			if insertable(n) {
 				inserts = append(inserts, int32(n))
 			}
@@ -96,7 +96,7 @@ func (m *merger) stage(ctx context.Context, st *staged) error {
 	case m.o.Mode == TruncateInsert || (m.o.Mode == Overwrite && m.o.OverwriteScope == ScopeTable):
 		files := st.tx.ReadWholeTable()
 		m.removeWhole(st, files)
-		for n := range p.src.rows {
+		for n := range p.src.len() {
 			if insertable(n) {
 				inserts = append(inserts, int32(n))
 			}
@@ -105,7 +105,7 @@ func (m *merger) stage(ctx context.Context, st *staged) error {
 		if err := m.overwritePartitions(st); err != nil {
 			return err
 		}
-		for n := range p.src.rows {
+		for n := range p.src.len() {
 			if insertable(n) {
 				inserts = append(inserts, int32(n))
 			}
@@ -157,18 +157,18 @@ func (m *merger) overwritePartitions(st *staged) error {
 	}
 	present := map[string]bool{}
 	var names []string
-	for n, r := range st.p.src.rows {
+	for n := range st.p.src.len() {
 		if !st.p.live[n] {
 			continue
 		}
 		var b []byte
 		for _, i := range idx {
-			b = append(b, valueKey(r[i])...)
+			b = append(b, valueKey(st.p.src.value(n, i))...)
 		}
 		if !present[string(b)] {
 			present[string(b)] = true
 			if len(names) < 5 {
-				names = append(names, describeKey(r, idx, schema))
+				names = append(names, describeKey(st.p.src.row(n), idx, schema))
 			}
 		}
 	}
@@ -262,7 +262,6 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 		for _, u := range updates {
 			updatedRows += len(u.pos)
 		}
-		rows := make([]types.Struct, 0, updatedRows)
 		var ids []int64
 		if rtColumn != "" {
 			ids = make([]int64, 0, updatedRows)
@@ -297,33 +296,67 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 		if err := errors.Join(errs...); err != nil {
 			return nil, err
 		}
+		// The updated rows: source rows, with the target's values of the columns their file lacks.
+		sel := make([]int32, 0, updatedRows)
+		var from []types.Struct
+		var missing [][]bool
 		for un, u := range updates {
 			targets := targets[un]
 			for n, pos := range u.pos {
 				s := u.src[n]
-				row := p.src.rows[s][:st.width]
+				sel = append(sel, s)
 				if tr, ok := targets[pos]; ok {
-					present := p.src.present[p.src.fileOf[s]]
-					merged := slices.Clone(row)
-					for i := range merged {
-						if !present[i] {
-							merged[i] = tr.row[i]
+					if from == nil {
+						from, missing = make([]types.Struct, len(sel)-1, updatedRows), make([][]bool, len(sel)-1, updatedRows)
+					}
+					var lacks []bool
+					if present := p.src.present[p.src.fileOf[s]]; slices.Contains(present[:st.width], false) {
+						lacks = make([]bool, st.width)
+						for i := range lacks {
+							lacks[i] = !present[i]
 						}
 					}
-					row = merged
+					from, missing = append(from, tr.row), append(missing, lacks)
 					ids = append(ids, tr.rowID)
+				} else if from != nil {
+					from, missing = append(from, nil), append(missing, nil)
 				}
-				rows = append(rows, row)
 			}
 		}
-		rep.RowsUpdated = int64(len(rows))
-		if err := m.writeUpdated(ctx, st, rows, ids, rtColumn != ""); err != nil {
-			return nil, err
+		rep.RowsUpdated = int64(len(sel))
+		if rtColumn == "" && columnarWrite(p.src, st.wsnap) {
+			b, err := gatherColumns(p.src, sel, st.width, from, missing)
+			if err != nil {
+				return nil, result.Refuse(result.ReasonBadFile, fmt.Errorf("write updated rows: %w", err))
+			}
+			adds, abort, err := m.writeColumns(ctx, st, b, "write updated rows")
+			if err != nil {
+				return nil, err
+			}
+			st.aborts = append(st.aborts, abort)
+			m.addFiles(st, adds)
+		} else {
+			rows := make([]types.Struct, len(sel))
+			for k, s := range sel {
+				row := p.src.row(int(s))[:st.width]
+				if from != nil && missing[k] != nil {
+					row = slices.Clone(row)
+					for i := range row {
+						if missing[k][i] {
+							row[i] = from[k][i]
+						}
+					}
+				}
+				rows[k] = row
+			}
+			if err := m.writeUpdated(ctx, st, rows, ids, rtColumn != ""); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var inserts []int32
 	if m.o.Mode == Upsert {
-		for n := range p.src.rows {
+		for n := range p.src.len() {
 			if p.live[n] && !p.deleted[n] && !pl.matched[n] {
 				inserts = append(inserts, int32(n))
 			}
@@ -349,24 +382,36 @@ func (m *merger) stageInserts(ctx context.Context, st *staged, inserts []int32) 
 	} else {
 		m.inserts.abort(ctx)
 		m.inserts = nil
-		w, err := table.NewWriter(ctx, st.wsnap, m.writeOptions())
-		if err != nil {
-			return err
+		var adds []*delta.AddFile
+		var abort func(context.Context) error
+		if columnarWrite(st.p.src, st.wsnap) {
+			b, err := gatherColumns(st.p.src, inserts, st.width, nil, nil)
+			if err != nil {
+				return result.Refuse(result.ReasonBadFile, fmt.Errorf("insert rows: %w", err))
+			}
+			if adds, abort, err = m.writeColumns(ctx, st, b, "insert rows"); err != nil {
+				return err
+			}
+		} else {
+			w, err := table.NewWriter(ctx, st.wsnap, m.writeOptions())
+			if err != nil {
+				return err
+			}
+			rows := make([]types.Struct, len(inserts))
+			for i, n := range inserts {
+				rows[i] = st.p.src.row(int(n))[:st.width]
+			}
+			if err := w.Write(rows); err != nil {
+				_ = w.Abort(ctx)
+				return result.Refuse(result.ReasonBadFile, fmt.Errorf("insert rows: %w", err))
+			}
+			if adds, err = w.Close(); err != nil {
+				_ = w.Abort(ctx)
+				return err
+			}
+			abort = w.Abort
 		}
-		rows := make([]types.Struct, len(inserts))
-		for i, n := range inserts {
-			rows[i] = st.p.src.rows[n][:st.width]
-		}
-		if err := w.Write(rows); err != nil {
-			_ = w.Abort(ctx)
-			return result.Refuse(result.ReasonBadFile, fmt.Errorf("insert rows: %w", err))
-		}
-		adds, err := w.Close()
-		if err != nil {
-			_ = w.Abort(ctx)
-			return err
-		}
-		st.inserts = &insertCache{fingerprint: fp, schema: schema, adds: adds, abortFn: w.Abort}
+		st.inserts = &insertCache{fingerprint: fp, schema: schema, adds: adds, abortFn: abort}
 		m.inserts = st.inserts
 	}
 	st.tx.Add(st.inserts.adds...)

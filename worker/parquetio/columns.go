@@ -10,7 +10,9 @@ import (
 // columns: there the row reader's per-value boxing, per-row structs and maps cost more than the
 // decoding itself. worker/delta decodes every checkpoint with it.
 //
-// It understands structs, strings, booleans, integers read as long, and lists and maps of those
+// It understands structs, strings, binaries, booleans, integers (byte, short, integer, long, read
+// as any wider integer too), floats, doubles (widened from float and integers as well), dates and
+// timestamps (INT64 of any unit, INT96, dates widened to timestamp_ntz), and lists and maps of those
 // that are not nested in another list or map, in every layout the row reader accepts (it shares
 // its planner: legacy lists and maps, absent columns, widening). It reads row groups in any order,
 // ranges of rows within one (pages before the range skipped by their headers), and skips the
@@ -49,7 +51,10 @@ type SparseField struct {
 // VectorKind is what a Vector holds.
 type VectorKind uint8
 
-// Vector kinds. Integer columns of any stored width are read as Long, as the row reader widens them.
+// Vector kinds. VecLong holds every integral type whatever its stored width (byte, short, integer,
+// long: the value of the requested type, as the row reader narrows or widens it), dates (days since
+// the epoch) and timestamps (microseconds since the epoch); the requested schema says which.
+// VecString holds strings and binaries, VecDouble doubles (also widened from floats and integers).
 const (
 	VecMissing VectorKind = iota // not stored in the file: every element is null
 	VecStruct
@@ -58,6 +63,8 @@ const (
 	VecLong
 	VecBool
 	VecString
+	VecFloat
+	VecDouble
 )
 
 // Vector is one requested field decoded for a batch: one element per row for top-level fields and
@@ -91,7 +98,7 @@ func (v *Vector) IsNull(i int) bool {
 	switch v.kind {
 	case VecMissing:
 		return true
-	case VecLong, VecBool, VecString:
+	case VecLong, VecBool, VecString, VecFloat, VecDouble:
 		return v.vidx[i] < 0
 	}
 	return v.nulls[i]
@@ -103,6 +110,22 @@ func (v *Vector) Long(i int) int64 {
 		return 0
 	}
 	return v.leaf.i64[v.vidx[i]]
+}
+
+// Float returns element i of a VecFloat vector (0 when null).
+func (v *Vector) Float(i int) float32 {
+	if v.kind != VecFloat || v.vidx[i] < 0 {
+		return 0
+	}
+	return v.leaf.f32[v.vidx[i]]
+}
+
+// Double returns element i of a VecDouble vector (0 when null).
+func (v *Vector) Double(i int) float64 {
+	if v.kind != VecDouble || v.vidx[i] < 0 {
+		return 0
+	}
+	return v.leaf.f64[v.vidx[i]]
 }
 
 // Bool returns element i of a VecBool vector (false when null).

@@ -14,13 +14,39 @@ import (
 type leafMode uint8
 
 const (
-	modeLevels leafMode = iota // levels only: a probe for the nullness of a struct
-	modeInt32                  // INT32 widened to long
-	modeUint32                 // unsigned INT32 widened to long
-	modeInt64                  // INT64
-	modeBool                   // BOOLEAN
-	modeBytes                  // BYTE_ARRAY
+	modeLevels      leafMode = iota // levels only: a probe for the nullness of a struct
+	modeInt32                       // INT32 (integer, date, or an integer widened to long)
+	modeUint32                      // unsigned INT32 widened to long
+	modeInt64                       // INT64 (long, or a timestamp in microseconds)
+	modeBool                        // BOOLEAN
+	modeBytes                       // BYTE_ARRAY (string, binary)
+	modeInt8                        // INT32 read as byte: truncated to 8 bits as the row reader does
+	modeInt16                       // INT32 read as short: truncated to 16 bits
+	modeMillis                      // INT64 timestamp in milliseconds, read in microseconds
+	modeNanos                       // INT64 timestamp in nanoseconds, read in microseconds (floored)
+	modeInt96                       // Spark's INT96 timestamp, read in microseconds
+	modeDayMicros                   // INT32 date read as timestamp_ntz: microseconds of its midnight
+	modeFloat                       // FLOAT
+	modeDouble                      // DOUBLE
+	modeFloatDouble                 // FLOAT widened to double
+	modeInt32Double                 // INT32 widened to double
+	modeInt64Double                 // INT64 widened to double
 )
+
+// leafVectorKind is the kind of vector a primitive's leaf mode fills.
+func leafVectorKind(m leafMode) VectorKind {
+	switch m {
+	case modeBool:
+		return VecBool
+	case modeBytes:
+		return VecString
+	case modeFloat:
+		return VecFloat
+	case modeDouble, modeFloatDouble, modeInt32Double, modeInt64Double:
+		return VecDouble
+	}
+	return VecLong
+}
 
 // columnLeaf holds one leaf column's triplets of the current batch: levels for every triplet, values
 // for the present ones only.
@@ -34,6 +60,8 @@ type columnLeaf struct {
 	// rowStart[r] is the triplet where row r starts, for repeated leaves; len rows+1.
 	rowStart []int32
 	i64      []int64
+	f32      []float32
+	f64      []float64
 	bools    []bool
 	bin      []byte
 	off      []uint32 // value j is bin[off[j]:off[j+1]]
@@ -43,6 +71,7 @@ func (l *columnLeaf) reset() {
 	l.n = 0
 	l.defs, l.rowStart = l.defs[:0], l.rowStart[:0]
 	l.i64, l.bools, l.bin = l.i64[:0], l.bools[:0], l.bin[:0]
+	l.f32, l.f64 = l.f32[:0], l.f64[:0]
 	l.off = append(l.off[:0], 0)
 }
 
@@ -83,10 +112,6 @@ func (l *columnLeaf) take(k int) {
 		for _, x := range v.i32[vi : vi+present] {
 			l.i64 = append(l.i64, int64(x))
 		}
-	case modeUint32:
-		for _, x := range v.i32[vi : vi+present] {
-			l.i64 = append(l.i64, int64(uint32(x)))
-		}
 	case modeInt64:
 		l.i64 = append(l.i64, v.i64[vi:vi+present]...)
 	case modeBool:
@@ -98,17 +123,49 @@ func (l *columnLeaf) take(k int) {
 		for _, o := range v.binOff[vi+1 : vi+present+1] {
 			l.off = append(l.off, o+base)
 		}
+	case modeFloat:
+		l.f32 = append(l.f32, v.f32[vi:vi+present]...)
+	case modeDouble:
+		l.f64 = append(l.f64, v.f64[vi:vi+present]...)
+	default:
+		for j := vi; j < vi+present; j++ {
+			l.appendValue(v, j)
+		}
 	}
 }
 
+// appendValue appends value j of v converted as the row reader's converterFor does for the
+// leaf's mode (the same logical value, held as int64, float32, float64, bool or bytes).
 func (l *columnLeaf) appendValue(v *valueSlices, j int) {
 	switch l.mode {
 	case modeInt32:
 		l.i64 = append(l.i64, int64(v.i32[j]))
 	case modeUint32:
 		l.i64 = append(l.i64, int64(uint32(v.i32[j])))
+	case modeInt8:
+		l.i64 = append(l.i64, int64(int8(v.i32[j])))
+	case modeInt16:
+		l.i64 = append(l.i64, int64(int16(v.i32[j])))
 	case modeInt64:
 		l.i64 = append(l.i64, v.i64[j])
+	case modeMillis:
+		l.i64 = append(l.i64, timestampMicros(v.i64[j], unitMillis))
+	case modeNanos:
+		l.i64 = append(l.i64, timestampMicros(v.i64[j], unitNanos))
+	case modeInt96:
+		l.i64 = append(l.i64, int96Micros(v.i96[j]))
+	case modeDayMicros:
+		l.i64 = append(l.i64, int64(v.i32[j])*microsPerDay)
+	case modeFloat:
+		l.f32 = append(l.f32, v.f32[j])
+	case modeDouble:
+		l.f64 = append(l.f64, v.f64[j])
+	case modeFloatDouble:
+		l.f64 = append(l.f64, float64(v.f32[j]))
+	case modeInt32Double:
+		l.f64 = append(l.f64, float64(v.i32[j]))
+	case modeInt64Double:
+		l.f64 = append(l.f64, float64(v.i64[j]))
 	case modeBool:
 		l.bools = append(l.bools, v.bools[j])
 	case modeBytes:

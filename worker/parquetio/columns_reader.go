@@ -38,8 +38,8 @@ type ColumnReader struct {
 }
 
 // Columns reads the columns of schema (field names as stored in the file) column by column. It accepts
-// the schemas File.Rows accepts, as long as every primitive is a string, a boolean or an integer read as
-// long, and no list or map is nested in another list or map; other schemas fail with an error matching
+// the schemas File.Rows accepts, as long as every primitive is a string, binary, boolean, integer,
+// float, double, date or timestamp (not a decimal), and no list or map is nested in another list or map; other schemas fail with an error matching
 // ErrColumnsUnsupported before anything is read. Values are the ones File.Rows returns for the same
 // schema; like Rows, it checks that every column holds exactly its row group's rows.
 func (f *File) Columns(ctx context.Context, schema *types.StructType, opts ColumnOptions) (*ColumnReader, error) {
@@ -131,7 +131,7 @@ func (r *ColumnReader) newVector(n *readNode) *Vector {
 		}
 	case rkPrimitive:
 		v.leaf = r.leaves[n.cursor]
-		v.kind = [...]VectorKind{modeInt32: VecLong, modeUint32: VecLong, modeInt64: VecLong, modeBool: VecBool, modeBytes: VecString}[v.leaf.mode]
+		v.kind = leafVectorKind(v.leaf.mode)
 	}
 	return v
 }
@@ -212,20 +212,68 @@ func leafModeFor(n *pqNode, want *types.PrimitiveType) (leafMode, bool) {
 		return 0, false
 	}
 	t := n.lt
-	switch want.Name {
-	case types.TypeLong:
+	// converterFor has accepted the stored type for want: only the physical type and the
+	// annotations that change the value are looked at here.
+	isInt32 := t.phys == format.Int32 && (t.ann == annNone || t.ann == annInt)
+	isUint32 := isInt32 && t.ann == annInt && !t.signed && t.bitWidth == 32
+	isInt64 := t.phys == format.Int64 && (t.ann == annNone || t.ann == annInt)
+	timestamp := func() (leafMode, bool) {
 		switch {
-		case t.phys == format.Int32 && t.ann == annInt && !t.signed && t.bitWidth == 32:
-			return modeUint32, true
-		case t.phys == format.Int32:
-			return modeInt32, true
-		case t.phys == format.Int64:
+		case t.phys == format.Int96:
+			return modeInt96, true
+		case t.phys == format.Int64 && t.ann == annTimestamp:
+			switch t.unit {
+			case unitMillis:
+				return modeMillis, true
+			case unitNanos:
+				return modeNanos, true
+			}
 			return modeInt64, true
 		}
+		return 0, false
+	}
+	switch want.Name {
+	case types.TypeByte:
+		return modeInt8, isInt32
+	case types.TypeShort:
+		return modeInt16, isInt32
+	case types.TypeInteger:
+		return modeInt32, isInt32 && !isUint32
+	case types.TypeLong:
+		switch {
+		case isUint32:
+			return modeUint32, true
+		case isInt32:
+			return modeInt32, true
+		case isInt64:
+			return modeInt64, true
+		}
+	case types.TypeFloat:
+		return modeFloat, t.phys == format.Float
+	case types.TypeDouble:
+		switch {
+		case t.phys == format.Double:
+			return modeDouble, true
+		case t.phys == format.Float:
+			return modeFloatDouble, true
+		case isInt32:
+			return modeInt32Double, true
+		case isInt64:
+			return modeInt64Double, true
+		}
+	case types.TypeDate:
+		return modeInt32, t.phys == format.Int32 && t.ann == annDate
+	case types.TypeTimestamp:
+		return timestamp()
+	case types.TypeTimestampNTZ:
+		if t.phys == format.Int32 && t.ann == annDate {
+			return modeDayMicros, true
+		}
+		return timestamp()
 	case types.TypeBoolean:
 		return modeBool, t.phys == format.Boolean
-	case types.TypeString:
-		return modeBytes, t.phys == format.ByteArray
+	case types.TypeString, types.TypeBinary:
+		return modeBytes, t.phys == format.ByteArray && t.ann != annDecimal
 	}
 	return 0, false
 }

@@ -83,6 +83,7 @@ func runCmd(args []string) {
 	threads := fs.Int("threads", 2, "threads for both tools (GOMAXPROCS; DuckDB SET threads)")
 	label := fs.String("label", "", "label of the table size in the report")
 	only := fs.String("only", "", "comma-separated tables to run (clustered-dv, random-dv, clustered-cow); default all")
+	prepareOnly := fs.Bool("prepare", false, "only build the tables and batches (to measure later, or other binaries)")
 	fs.Parse(args)
 	self, _ := os.Executable()
 	configs := []config{{"clustered", true}, {"random", true}, {"clustered", false}}
@@ -104,6 +105,9 @@ func runCmd(args []string) {
 			if err := writeBatch(batch, *rows, c.layout, 13); err != nil {
 				log.Fatalf("mergebench: writing the batch: %v", err)
 			}
+		}
+		if *prepareOnly {
+			continue
 		}
 		truth, err := matchedFiles(base, batch)
 		if err != nil {

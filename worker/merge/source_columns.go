@@ -1,0 +1,238 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
+	"github.com/deltakeeper/deltakeeper/worker/ingest/source"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// The columnar path: a batch whose read schema is flat (every column a FlatKind: no struct, list,
+// map, decimal or variant) is read into one parquetio.FlatBatch — Parquet files through
+// parquetio's columnar reader, CSV and JSON through the format package's column readers — and its
+// updated and inserted rows are written by table.Writer.WriteColumns, gathered by index. Boxed rows
+// (one types.Value per cell) cost more than the rest of a clustered merge: reading, encoding and
+// collecting them. Anything else reads rows (readBatch): the route follows the schema.
+
+// errNotColumnar makes readBatch fall back to rows: a file whose stored layout the columnar reader
+// refuses (parquetio.ErrColumnsUnsupported), or a text file its column reader cannot take.
+var errNotColumnar = errors.New("the batch cannot be read as columns")
+
+// columnarRead reports whether the batch is read as columns into schema.
+func columnarRead(schema *types.StructType, fo *format.Options) bool {
+	return fo.Evolution != format.Rescue && parquetio.FlatSchema(schema)
+}
+
+// readBatchColumns reads every row of the batch into one columnar batch of schema, with the same
+// errors as readBatch; errNotColumnar when a file cannot be read so (nothing is kept then).
+func readBatchColumns(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options) (*srcRows, error) {
+	out := &srcRows{cols: parquetio.NewFlatBatch(schema, 0)}
+	for _, f := range schema.Fields {
+		out.colTypes, out.colNames = append(out.colTypes, f.Type), append(out.colNames, f.Name)
+	}
+	for fi, f := range b.Files {
+		uri := storage.URI(b.Store, f.Key)
+		out.files = append(out.files, uri)
+		present, err := columnsPresent(ctx, b.Store, f, uri, schema, fo)
+		if err != nil {
+			return nil, err
+		}
+		out.present = append(out.present, present)
+		before := out.cols.Rows
+		if fo.Format == format.Parquet {
+			err = readParquetColumns(ctx, b.Store, f, uri, schema, fo, out.cols)
+		} else {
+			err = readTextColumns(ctx, b.Store, f, uri, schema, fo, out.cols)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for range out.cols.Rows - before {
+			out.fileOf = append(out.fileOf, int32(fi))
+		}
+	}
+	return out, nil
+}
+
+// readTextColumns appends a CSV or JSON file's rows through its column reader.
+func readTextColumns(ctx context.Context, store storage.Store, f source.File, uri string, schema *types.StructType, fo *format.Options, dst *parquetio.FlatBatch) error {
+	rd, err := format.Open(ctx, store, f, uri, schema, fo)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	cr, ok := rd.(format.ColumnReader)
+	if !ok || !cr.Columnar() {
+		return errNotColumnar
+	}
+	for {
+		b, err := cr.NextColumns()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		appendFlatBatch(dst, b)
+	}
+	if err := rd.Close(); err != nil {
+		return fmt.Errorf("close source file %s: %w", uri, err)
+	}
+	return nil
+}
+
+// appendFlatBatch appends the rows of b to dst (same schema).
+func appendFlatBatch(dst, b *parquetio.FlatBatch) {
+	for i := range dst.Cols {
+		d, s := &dst.Cols[i], &b.Cols[i]
+		if len(s.Null) == 0 {
+			for range b.Rows {
+				d.Null = append(d.Null, false)
+			}
+		} else {
+			d.Null = append(d.Null, s.Null[:b.Rows]...)
+		}
+		d.I32, d.I64 = append(d.I32, s.I32...), append(d.I64, s.I64...)
+		d.F32, d.F64 = append(d.F32, s.F32...), append(d.F64, s.F64...)
+		d.Bool = append(d.Bool, s.Bool...)
+		if len(s.Off) > 0 {
+			if len(d.Off) == 0 {
+				d.Off = append(d.Off, 0)
+			}
+			base := uint32(len(d.Bin))
+			d.Bin = append(d.Bin, s.Bin...)
+			for _, o := range s.Off[1:] {
+				d.Off = append(d.Off, o+base)
+			}
+		}
+	}
+	dst.Rows += b.Rows
+}
+
+// readParquetColumns appends a Parquet file's rows read by parquetio's columnar reader, projected
+// as format's Parquet reader projects them (openParquet): table columns matched to stored ones by
+// exact name, else case-insensitively (each stored column taken once), absent ones null, stored
+// columns the table lacks reported as new columns unless the evolution mode drops them.
+func readParquetColumns(ctx context.Context, store storage.Store, sf source.File, uri string, schema *types.StructType, fo *format.Options, dst *parquetio.FlatBatch) error {
+	ra, err := store.Open(ctx, sf.Key)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return &format.Error{File: uri, Err: fmt.Errorf("the file was deleted after it was listed: %w", err)}
+		}
+		return fmt.Errorf("open source file %s: %w", uri, err)
+	}
+	defer ra.Close()
+	if ra.Size() == 0 {
+		return &format.Error{File: uri, Err: errors.New("the file is empty (0 bytes): remove it, or set onBadFile to skip")}
+	}
+	f, err := parquetio.Open(ctx, ra)
+	if err != nil {
+		return &format.Error{File: uri, Err: err}
+	}
+	fileSchema, err := f.Schema()
+	if err != nil {
+		return &format.Error{File: uri, Err: err}
+	}
+	read := &types.StructType{}
+	matched := make([]bool, len(fileSchema.Fields))
+	for _, tf := range schema.Fields {
+		name := tf.Name
+		if j := storedField(fileSchema, tf.Name); j >= 0 && !matched[j] {
+			matched[j], name = true, fileSchema.Fields[j].Name
+		}
+		read.Fields = append(read.Fields, &types.StructField{Name: name, Type: tf.Type, Nullable: true})
+	}
+	var unknown []format.NewColumn
+	for j, c := range fileSchema.Fields {
+		if !matched[j] && (fo.Evolution == format.AddNewColumns || fo.Evolution == format.FailOnNewColumns) {
+			unknown = append(unknown, format.NewColumn{Path: []string{c.Name}, Field: &types.StructField{Name: c.Name, Type: c.Type, Nullable: true}})
+		}
+	}
+	if len(unknown) > 0 {
+		return &format.NewColumnsError{File: uri, Columns: unknown}
+	}
+	growFlat(dst, schema, int(min(f.NumRows(), 1<<26)))
+	cr, err := f.Columns(ctx, read, parquetio.ColumnOptions{BatchSize: format.ChunkRows})
+	if errors.Is(err, parquetio.ErrColumnsUnsupported) {
+		return errNotColumnar
+	}
+	if err != nil {
+		return &format.Error{File: uri, Err: fmt.Errorf("the file's columns do not fit the table's schema: %w", err)}
+	}
+	defer cr.Close()
+	var rows int64
+	for {
+		b, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return &format.Error{File: uri, Row: rows + 1, Err: err}
+		}
+		for i, tf := range schema.Fields {
+			c := &dst.Cols[i]
+			before := len(c.Bin)
+			if err := b.Column(i).AppendFlat(c, tf.Type); err != nil {
+				return &format.Error{File: uri, Row: rows + 1, Column: tf.Name, Err: err}
+			}
+			if rows == 0 && b.Len() > 0 && len(c.Bin) > before {
+				// Strings: room for the file's other rows at the first chunk's bytes per row.
+				left := int(f.NumRows()) - b.Len()
+				c.Bin = slices.Grow(c.Bin, int(min(int64(len(c.Bin)-before)*int64(max(left, 0))/int64(b.Len())*9/8, 1<<31)))
+			}
+		}
+		dst.Rows += b.Len()
+		rows += int64(b.Len())
+	}
+	if rows == 0 {
+		return &format.Error{File: uri, Err: errors.New("the file has no rows: remove it, or set onBadFile to skip")}
+	}
+	return nil
+}
+
+// growFlat makes room for n more rows in every column of dst, so that a batch of many chunks is
+// not copied again each time its vectors outgrow their capacity.
+func growFlat(dst *parquetio.FlatBatch, schema *types.StructType, n int) {
+	for i, f := range schema.Fields {
+		c := &dst.Cols[i]
+		c.Null = slices.Grow(c.Null, n)
+		switch k, _ := parquetio.FlatKindOf(f.Type); k {
+		case parquetio.FlatI32:
+			c.I32 = slices.Grow(c.I32, n)
+		case parquetio.FlatI64:
+			c.I64 = slices.Grow(c.I64, n)
+		case parquetio.FlatF32:
+			c.F32 = slices.Grow(c.F32, n)
+		case parquetio.FlatF64:
+			c.F64 = slices.Grow(c.F64, n)
+		case parquetio.FlatBool:
+			c.Bool = slices.Grow(c.Bool, n)
+		case parquetio.FlatBytes:
+			c.Off = slices.Grow(c.Off, n)
+		}
+	}
+}
+
+// storedField finds a table column's stored field as format's projector does: the exact name,
+// else the first field equal to it case-insensitively (-1 when none).
+func storedField(st *types.StructType, name string) int {
+	for i, f := range st.Fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	for i, f := range st.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
+}
