@@ -307,9 +307,10 @@ func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
 		c.compressed += int64(len(j.page))
 	}
 	c.jobs = nil
-	dict, n := e.vals.dictionary(e.bodyScratch[:0])
-	e.bodyScratch = dict
-	if n > 0 {
+	if c.dictPage != nil {
+		c.compressed += int64(len(c.dictPage)) // adopted from the input by a page copy (rewrite_pagecopy.go)
+	} else if dict, n := e.vals.dictionary(e.bodyScratch[:0]); n > 0 {
+		e.bodyScratch = dict
 		job := &pageJob{body: dict, header: format.PageHeader{
 			Type:                 format.DictionaryPage,
 			UncompressedPageSize: int32(len(dict)),
@@ -322,6 +323,8 @@ func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
 		c.uncompressed += int64(len(job.page) - job.compressed + len(dict))
 		c.compressed += int64(len(job.page))
 		c.noteEncoding(format.DictionaryPage, format.PlainDictionary) //nolint:staticcheck // PLAIN_DICTIONARY is deprecated for Parquet 2 pages only; v1 files use it
+	} else {
+		e.bodyScratch = dict
 	}
 	seen := map[format.Encoding]bool{}
 	for _, s := range c.encStats {

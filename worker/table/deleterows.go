@@ -41,8 +41,9 @@ type DeleteResult struct {
 // ids and commit versions.
 //
 // Copy-on-write goes through the column-copy engine (parquetio.Rewrite) with the deleted positions as
-// its row filter: pages of kept rows are re-encoded column by column, never decoded into rows, and
-// the statistics of the new file are rebuilt from what was written. Every remove and add carries
+// its row filter and RewriteOptions.CopyPages: pages without a deleted row are copied as stored, the
+// others re-encoded column by column without the deleted rows, never decoded into rows, and the
+// statistics of the new file are rebuilt from the pages written. Every remove and add carries
 // dataChange=true. Entries with no positions are ignored. On error everything written so far is
 // deleted again and tx must not be committed.
 func DeleteRows(ctx context.Context, tx *delta.Transaction, deletes []FileDeletes, opts WriteOptions) (*DeleteResult, error) {
@@ -194,6 +195,9 @@ func (d *deleter) copyOnWrite(fd FileDeletes) error {
 	d.outs = append(d.outs, outs)
 	ropts := outs.Options()
 	ropts.TargetFileBytes = 0 // one output: the kept rows of one file
+	// The file's row groups stay as they are and its pages that lose no row are copied as stored:
+	// a delete that hits few pages costs about a read of the file.
+	ropts.CopyPages = true
 	in := parquetio.RewriteInput{File: r, Deleted: drop, RowTracking: f.RowTrackingBase()}
 	res, err := parquetio.Rewrite(d.ctx, []parquetio.RewriteInput{in}, outs.Create, ropts)
 	if err != nil {
