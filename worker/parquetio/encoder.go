@@ -14,7 +14,8 @@ import (
 type encoderConfig struct {
 	codec     pageCompressor // nil for uncompressed
 	codecID   format.CompressionCodec
-	pageBytes int // target uncompressed size of a data page
+	pageBytes int   // target uncompressed size of a data page
+	pageRows  int64 // rows after which a data page is cut; negative for no cap
 	dict      dictConfig
 	pool      *compressPool // compresses data pages concurrently; nil compresses inline
 }
@@ -116,6 +117,9 @@ func (e *columnEncoder) write(b *columnBatch) error {
 	pos, vpos := 0, 0
 	for pos < b.n {
 		end := min(b.n, pos+writeStep)
+		if e.cfg.pageRows > 0 && e.leaf.maxRep == 0 {
+			end = min(end, pos+int(max(e.cfg.pageRows-e.pageRows, 1)))
+		}
 		if e.leaf.maxRep > 0 {
 			for end < b.n && b.reps[end] != 0 {
 				end++
@@ -137,7 +141,7 @@ func (e *columnEncoder) write(b *columnBatch) error {
 		e.pageNulls += end - pos - nv
 		e.pageRows += rows
 		pos, vpos = end, vpos+nv
-		if e.vals.dictFull() || e.vals.pageBytes()+len(e.defs)/4+len(e.reps)/4 >= e.cfg.pageBytes {
+		if e.vals.dictFull() || e.vals.pageBytes()+len(e.defs)/4+len(e.reps)/4 >= e.cfg.pageBytes || (e.cfg.pageRows > 0 && e.pageRows >= e.cfg.pageRows) {
 			if e.leaf.maxRep > 0 && end == b.n {
 				e.pending = true // the record may go on in the next batch
 				continue

@@ -232,3 +232,24 @@ func assertPageIndex(t *testing.T, data []byte) {
 		t.Fatalf("parquet-go reads %d rows, the footer says %d", n, md.NumRows)
 	}
 }
+
+func TestWriter_CutsDataPagesAtPageRows(t *testing.T) {
+	schema := structOf(field("id", prim(types.TypeLong), false), field("s", prim(types.TypeString), true))
+	g := newValueGen(3, 0.1)
+	var rows []types.Struct
+	for range 50_000 {
+		rows = append(rows, g.row(schema))
+	}
+	for _, tc := range []struct {
+		pageRows int
+		want     []int64 // first rows of the pages of column id
+	}{{0, []int64{0, 20_000, 40_000}}, {7_000, []int64{0, 7_000, 14_000, 21_000, 28_000, 35_000, 42_000, 49_000}}, {-1, []int64{0}}} {
+		data, _ := writeRows(t, schema, rows, WriterOptions{PageRows: tc.pageRows})
+		f := openBytes(t, data)
+		pages, _ := pageFirstRows(t, f, schema, "id")
+		if fmt.Sprint(pages) != fmt.Sprint(tc.want) {
+			t.Fatalf("PageRows %d: pages start at rows %v, want %v", tc.pageRows, pages, tc.want)
+		}
+		assertRowsEqual(t, rows, readAll(t, f, schema, ReadOptions{}))
+	}
+}
