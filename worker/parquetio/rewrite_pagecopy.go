@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
+	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 )
 
@@ -53,7 +55,45 @@ func (l *lane) pageCopyable(g *outGroup, src *leafSource) bool {
 	s := g.slices[0]
 	f := l.files[s.input]
 	cc := &f.metadata().RowGroups[s.rg].Columns[src.in.leaf]
-	return cc.FilePath == "" && cc.MetaData.Codec == l.enc.cfg.codecID && trustsPageStats(f)
+	if cc.FilePath != "" || cc.MetaData.Codec != l.enc.cfg.codecID || !trustsPageStats(f) {
+		return false
+	}
+	return copyPays(f, cc, s.deleted)
+}
+
+// copyPays reports whether at least half of a chunk's data pages lose no row, by its offset index.
+// Below that the re-encoding path is cheaper: it keeps dictionary encoding for the pages it
+// re-encodes, where a page copy re-encodes the touched pages of a dictionary chunk PLAIN, which is
+// larger and costs more to compress (a delete scattered over every page would get slower).
+func copyPays(f *File, cc *format.ColumnChunk, deleted []int64) bool {
+	if len(deleted) == 0 {
+		return true
+	}
+	if cc.OffsetIndexOffset <= 0 || cc.OffsetIndexLength <= 0 {
+		return false
+	}
+	buf := make([]byte, cc.OffsetIndexLength)
+	if _, err := f.r.ReadAt(buf, cc.OffsetIndexOffset); err != nil {
+		return false // the re-encoding path reads the chunk and reports what is wrong
+	}
+	var oi format.OffsetIndex
+	if err := thrift.Unmarshal(new(thrift.CompactProtocol), buf, &oi); err != nil || len(oi.PageLocations) == 0 {
+		return false
+	}
+	touched, d := 0, 0
+	for i, p := range oi.PageLocations {
+		end := int64(math.MaxInt64)
+		if i+1 < len(oi.PageLocations) {
+			end = oi.PageLocations[i+1].FirstRowIndex
+		}
+		for d < len(deleted) && deleted[d] < p.FirstRowIndex {
+			d++
+		}
+		if d < len(deleted) && deleted[d] < end {
+			touched++
+		}
+	}
+	return 2*touched <= len(oi.PageLocations)
 }
 
 // copyPages writes the column chunk of a whole input row group, copying its untouched pages.
