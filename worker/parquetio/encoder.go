@@ -14,7 +14,8 @@ import (
 type encoderConfig struct {
 	codec     pageCompressor // nil for uncompressed
 	codecID   format.CompressionCodec
-	pageBytes int // target uncompressed size of a data page
+	pageBytes int   // target uncompressed size of a data page
+	pageRows  int64 // rows after which a data page is cut; negative for no cap
 	dict      dictConfig
 	pool      *compressPool // compresses data pages concurrently; nil compresses inline
 }
@@ -116,6 +117,9 @@ func (e *columnEncoder) write(b *columnBatch) error {
 	pos, vpos := 0, 0
 	for pos < b.n {
 		end := min(b.n, pos+writeStep)
+		if e.cfg.pageRows > 0 && e.leaf.maxRep == 0 {
+			end = min(end, pos+int(max(e.cfg.pageRows-e.pageRows, 1)))
+		}
 		if e.leaf.maxRep > 0 {
 			for end < b.n && b.reps[end] != 0 {
 				end++
@@ -137,7 +141,7 @@ func (e *columnEncoder) write(b *columnBatch) error {
 		e.pageNulls += end - pos - nv
 		e.pageRows += rows
 		pos, vpos = end, vpos+nv
-		if e.vals.dictFull() || e.vals.pageBytes()+len(e.defs)/4+len(e.reps)/4 >= e.cfg.pageBytes {
+		if e.vals.dictFull() || e.vals.pageBytes()+len(e.defs)/4+len(e.reps)/4 >= e.cfg.pageBytes || (e.cfg.pageRows > 0 && e.pageRows >= e.cfg.pageRows) {
 			if e.leaf.maxRep > 0 && end == b.n {
 				e.pending = true // the record may go on in the next batch
 				continue
@@ -307,9 +311,10 @@ func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
 		c.compressed += int64(len(j.page))
 	}
 	c.jobs = nil
-	dict, n := e.vals.dictionary(e.bodyScratch[:0])
-	e.bodyScratch = dict
-	if n > 0 {
+	if c.dictPage != nil {
+		c.compressed += int64(len(c.dictPage)) // adopted from the input by a page copy (rewrite_pagecopy.go)
+	} else if dict, n := e.vals.dictionary(e.bodyScratch[:0]); n > 0 {
+		e.bodyScratch = dict
 		job := &pageJob{body: dict, header: format.PageHeader{
 			Type:                 format.DictionaryPage,
 			UncompressedPageSize: int32(len(dict)),
@@ -322,6 +327,8 @@ func (e *columnEncoder) finishChunk() (*encodedChunk, error) {
 		c.uncompressed += int64(len(job.page) - job.compressed + len(dict))
 		c.compressed += int64(len(job.page))
 		c.noteEncoding(format.DictionaryPage, format.PlainDictionary) //nolint:staticcheck // PLAIN_DICTIONARY is deprecated for Parquet 2 pages only; v1 files use it
+	} else {
+		e.bodyScratch = dict
 	}
 	seen := map[format.Encoding]bool{}
 	for _, s := range c.encStats {

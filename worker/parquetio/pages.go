@@ -93,48 +93,67 @@ func (c *chunkReader) errorf(format string, args ...any) error {
 // next decodes the next data page into p; io.EOF after the last one.
 func (c *chunkReader) next(p *rawPage) error {
 	for {
-		if c.remaining <= 0 {
-			return io.EOF
-		}
 		var h format.PageHeader
-		if err := c.dec.Decode(&h); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return c.errorf("chunk ended with %d values still expected", c.remaining)
-			}
-			return c.errorf("read page header: %v", err)
+		if err := c.readPage(&h); err != nil {
+			return err
 		}
-		if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 {
-			return c.errorf("negative page size in header")
-		}
-		c.comp = grow(c.comp, int(h.CompressedPageSize))
-		if _, err := io.ReadFull(c.r, c.comp); err != nil {
-			return c.errorf("read page of %d bytes: %v", h.CompressedPageSize, err)
-		}
-		if h.CRC != 0 && int32(crc32.ChecksumIEEE(c.comp)) != h.CRC {
-			return c.errorf("page checksum mismatch")
-		}
-		switch h.Type {
-		case format.DictionaryPage:
-			if !h.DictionaryPageHeader.Valid {
-				return c.errorf("dictionary page without header")
-			}
-			if err := c.readDictionary(&h); err != nil {
-				return err
-			}
-		case format.DataPage:
-			if !h.DataPageHeader.Valid {
-				return c.errorf("data page without header")
-			}
-			return c.readV1(&h, p)
-		case format.DataPageV2:
-			if !h.DataPageHeaderV2.Valid {
-				return c.errorf("data page v2 without header")
-			}
-			return c.readV2(&h, p)
-		default:
-			// index pages and unknown page types carry no values
+		if done, err := c.decodePage(&h, p); done || err != nil {
+			return err
 		}
 	}
+}
+
+// readPage reads the next page header into h and its stored (compressed) body into c.comp, checking
+// its checksum; io.EOF once the chunk's values are all read.
+func (c *chunkReader) readPage(h *format.PageHeader) error {
+	if c.remaining <= 0 {
+		return io.EOF
+	}
+	if err := c.dec.Decode(h); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return c.errorf("chunk ended with %d values still expected", c.remaining)
+		}
+		return c.errorf("read page header: %v", err)
+	}
+	if h.CompressedPageSize < 0 || h.UncompressedPageSize < 0 {
+		return c.errorf("negative page size in header")
+	}
+	c.comp = grow(c.comp, int(h.CompressedPageSize))
+	if _, err := io.ReadFull(c.r, c.comp); err != nil {
+		return c.errorf("read page of %d bytes: %v", h.CompressedPageSize, err)
+	}
+	if h.CRC != 0 && int32(crc32.ChecksumIEEE(c.comp)) != h.CRC {
+		return c.errorf("page checksum mismatch")
+	}
+	switch h.Type {
+	case format.DictionaryPage:
+		if !h.DictionaryPageHeader.Valid {
+			return c.errorf("dictionary page without header")
+		}
+	case format.DataPage:
+		if !h.DataPageHeader.Valid {
+			return c.errorf("data page without header")
+		}
+	case format.DataPageV2:
+		if !h.DataPageHeaderV2.Valid {
+			return c.errorf("data page v2 without header")
+		}
+	}
+	return nil
+}
+
+// decodePage decodes the page readPage read: a data page into p (done), a dictionary page into the
+// chunk's dictionary; index pages and unknown page types carry no values.
+func (c *chunkReader) decodePage(h *format.PageHeader, p *rawPage) (done bool, err error) {
+	switch h.Type {
+	case format.DictionaryPage:
+		return false, c.readDictionary(h)
+	case format.DataPage:
+		return true, c.readV1(h, p)
+	case format.DataPageV2:
+		return true, c.readV2(h, p)
+	}
+	return false, nil
 }
 
 func grow(b []byte, n int) []byte {
@@ -156,7 +175,12 @@ func (c *chunkReader) decompress(src []byte, size int) ([]byte, error) {
 }
 
 func (c *chunkReader) readDictionary(h *format.PageHeader) error {
-	body, err := c.decompress(c.comp, int(h.UncompressedPageSize))
+	return c.readDictionaryFrom(h, c.comp)
+}
+
+// readDictionaryFrom decodes a dictionary page whose stored body is comp.
+func (c *chunkReader) readDictionaryFrom(h *format.PageHeader, comp []byte) error {
+	body, err := c.decompress(comp, int(h.UncompressedPageSize))
 	if err != nil {
 		return err
 	}

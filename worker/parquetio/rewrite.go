@@ -49,6 +49,13 @@ type RewriteOptions struct {
 	// input (deleted rows counted) and its input's defaultRowCommitVersion. Inputs stay on the
 	// column-copy path: the values are computed per column, not per row.
 	RowTracking *RowTrackingColumns
+	// CopyPages keeps each input row group as one output row group (one left without rows is dropped;
+	// row groups of more than twice RowGroupBytes are still cut) and copies the pages of its columns
+	// that lose no row as they are stored, without decoding them, where the input stores the column
+	// in the output's layout and codec and was written by this package (rewrite_pagecopy.go). A row
+	// filter (Deleted) that hits few pages then costs little more than reading the file. Row groups
+	// are not merged, so it suits a copy-on-write of one file, not compaction.
+	CopyPages bool
 }
 
 // RewriteResult describes what Rewrite wrote.
@@ -103,7 +110,7 @@ func Rewrite(ctx context.Context, inputs []RewriteInput, create func(i int) (sto
 	if target <= 0 {
 		target = DefaultRewriteRowGroupBytes
 	}
-	gp := &groupPlanner{targetBytes: target, maxRows: opts.Writer.RowGroupRows, numLeaves: len(out.leaves)}
+	gp := &groupPlanner{keepRowGroups: opts.CopyPages, targetBytes: target, maxRows: opts.Writer.RowGroupRows, numLeaves: len(out.leaves)}
 	for i, in := range inputs {
 		if files[i], err = Open(ctx, in.File); err != nil {
 			return nil, fmt.Errorf("rewrite: input %d: %w", i, err)

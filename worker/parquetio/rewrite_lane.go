@@ -42,6 +42,10 @@ type lane struct {
 	// once per input chunk; convDictGen identifies the dictionary content it was made from.
 	convDict    sourceDict
 	convDictGen uint64
+	// plain re-encodes the touched pages of a page copy (rewrite_pagecopy.go); hw encodes the copied
+	// pages' headers.
+	plain *columnEncoder
+	hw    *headerWriter
 }
 
 func newLane(leaf *leafDesc, cfg *encoderConfig, files []*File, plans []*inputPlan, bufSize int) *lane {
@@ -50,6 +54,15 @@ func newLane(leaf *leafDesc, cfg *encoderConfig, files []*File, plans []*inputPl
 
 // run copies the lane's column of one output row group and returns the finished chunk.
 func (l *lane) run(ctx context.Context, j int, g *outGroup) (*encodedChunk, error) {
+	if len(g.slices) == 1 {
+		if s := g.slices[0]; l.pageCopyable(g, &l.plans[s.input].sources[j]) {
+			c, err := l.copyPages(ctx, s, &l.plans[s.input].sources[j])
+			if err != nil {
+				return nil, fmt.Errorf("input %d, row group %d: %w", s.input, s.rg, err)
+			}
+			return c, nil
+		}
+	}
 	for _, s := range g.slices {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -231,6 +244,9 @@ func (l *lane) emit(p *rawPage, src *leafSource, i0, i1, v0, nv int, first int64
 	if l.di < len(deleted) && deleted[l.di] <= last {
 		l.gather(p, src, i0, i1, v0, first, deleted)
 		b.n = len(l.defs)
+		if b.n == 0 {
+			return nil // every record deleted (and l.defs may still be nil, which mapLevels would take for "no levels")
+		}
 		if b.defs != nil {
 			b.defs = l.defs
 		}

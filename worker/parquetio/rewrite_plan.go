@@ -21,6 +21,7 @@ type rgSlice struct {
 // logical path (general). Consecutive slices of one input row group are contiguous.
 type outGroup struct {
 	general bool
+	whole   bool // one whole input row group, kept as it is (RewriteOptions.CopyPages)
 	slices  []rgSlice
 	rows    int64   // live rows
 	cost    []int64 // estimated input bytes per output leaf, to start expensive columns first
@@ -29,12 +30,15 @@ type outGroup struct {
 // groupPlanner cuts the inputs' row groups into output row groups of about targetBytes, estimated from
 // the stored (compressed) bytes of the columns each output leaf reads.
 type groupPlanner struct {
-	targetBytes int64
-	maxRows     int64
-	numLeaves   int
-	groups      []*outGroup
-	cur         *outGroup
-	curBytes    float64
+	// keepRowGroups makes each column-copy input row group of at most twice targetBytes one output
+	// row group (RewriteOptions.CopyPages).
+	keepRowGroups bool
+	targetBytes   int64
+	maxRows       int64
+	numLeaves     int
+	groups        []*outGroup
+	cur           *outGroup
+	curBytes      float64
 }
 
 func (p *groupPlanner) close() {
@@ -99,6 +103,16 @@ func (p *groupPlanner) add(input int, f *File, rg int, plan *inputPlan, dv *roar
 	}
 	if plan.general {
 		rowBytes = float64(info.CompressedBytes) / float64(max(info.NumRows, 1))
+	}
+	if p.keepRowGroups && !plan.general && info.CompressedBytes <= 2*p.targetBytes {
+		p.close()
+		g := &outGroup{whole: true, rows: info.NumRows - int64(len(deleted)), cost: make([]int64, p.numLeaves)}
+		g.slices = []rgSlice{{input: input, rg: rg, from: 0, to: info.NumRows, deleted: deleted, live: g.rows}}
+		for j := range leafBytes {
+			g.cost[j] = int64(leafBytes[j] * float64(info.NumRows))
+		}
+		p.groups = append(p.groups, g)
+		return
 	}
 	from := int64(0)
 	for from < info.NumRows {

@@ -14,6 +14,7 @@ import (
 const (
 	DefaultRowGroupBytes   = 64 << 20
 	DefaultPageBytes       = 1 << 20
+	DefaultPageRows        = 20_000
 	DefaultDictionaryBytes = 1 << 20
 )
 
@@ -36,6 +37,11 @@ type WriterOptions struct {
 	// PageBytes is the target uncompressed size of a data page. Default 1 MiB, less for schemas of more
 	// than 16 leaf columns (16 MiB shared by all columns, at least 64 KiB each).
 	PageBytes int
+	// PageRows caps the rows of a data page (parquet-mr's parquet.page.row.count.limit, arrow-rs's
+	// data_page_row_count_limit, both 20,000): a reader skipping pages by the page index, and a
+	// copy-on-write copying the pages that lose no row, work in units of pages. Default
+	// DefaultPageRows; negative means no cap. Repeated columns are cut only at record boundaries.
+	PageRows int
 	// DictionaryBytes is the largest dictionary a column chunk keeps before falling back to PLAIN
 	// (parquet-mr's parquet.dictionary.page.size). Default 1 MiB; negative disables dictionaries.
 	DictionaryBytes int
@@ -49,7 +55,10 @@ func (o *WriterOptions) config(numLeaves int) (*encoderConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &encoderConfig{codec: codec, codecID: id, pageBytes: o.PageBytes}
+	cfg := &encoderConfig{codec: codec, codecID: id, pageBytes: o.PageBytes, pageRows: int64(o.PageRows)}
+	if cfg.pageRows == 0 {
+		cfg.pageRows = DefaultPageRows
+	}
 	if cfg.pageBytes <= 0 {
 		// Every column holds an open page: wide schemas get smaller pages so that the open pages
 		// stay within about 16 MiB together.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
@@ -41,8 +44,9 @@ type DeleteResult struct {
 // ids and commit versions.
 //
 // Copy-on-write goes through the column-copy engine (parquetio.Rewrite) with the deleted positions as
-// its row filter: pages of kept rows are re-encoded column by column, never decoded into rows, and
-// the statistics of the new file are rebuilt from what was written. Every remove and add carries
+// its row filter and RewriteOptions.CopyPages: pages without a deleted row are copied as stored, the
+// others re-encoded column by column without the deleted rows, never decoded into rows, and the
+// statistics of the new file are rebuilt from the pages written. Every remove and add carries
 // dataChange=true. Entries with no positions are ignored. On error everything written so far is
 // deleted again and tx must not be committed.
 func DeleteRows(ctx context.Context, tx *delta.Transaction, deletes []FileDeletes, opts WriteOptions) (*DeleteResult, error) {
@@ -70,17 +74,19 @@ func DeleteRows(ctx context.Context, tx *delta.Transaction, deletes []FileDelete
 	if useDVs {
 		d.dvFile = delta.NewDVFile()
 	}
-	for _, fd := range work {
-		var err error
-		if useDVs {
-			err = d.withDV(fd)
-		} else {
-			err = d.copyOnWrite(fd)
+	var err error
+	if useDVs {
+		for _, fd := range work {
+			if err = d.withDV(fd); err != nil {
+				break
+			}
+			d.res.FilesTouched++
 		}
-		if err != nil {
-			return nil, errors.Join(err, d.abort(context.WithoutCancel(ctx)))
-		}
-		d.res.FilesTouched++
+	} else {
+		err = d.copyOnWriteAll(work)
+	}
+	if err != nil {
+		return nil, errors.Join(err, d.abort(context.WithoutCancel(ctx)))
 	}
 	if d.dvFile != nil && d.dvFile.Len() > 0 {
 		if err := d.dvFile.Write(ctx, store); err != nil {
@@ -100,6 +106,7 @@ type deleter struct {
 	opts  WriteOptions
 	res   *DeleteResult
 
+	mu        sync.Mutex        // guards outs while files are rewritten concurrently
 	outs      []*RewriteOutputs // copy-on-write outputs, for Abort
 	dvFile    *delta.DVFile
 	dvWritten bool
@@ -121,10 +128,13 @@ func (d *deleter) newDV(bm *roaring64.Bitmap) (*delta.DeletionVectorDescriptor, 
 
 func (d *deleter) abort(ctx context.Context) error {
 	var errs []error
-	for _, o := range d.outs {
+	d.mu.Lock()
+	outs := d.outs
+	d.outs = nil
+	d.mu.Unlock()
+	for _, o := range outs {
 		errs = append(errs, o.Abort(ctx))
 	}
-	d.outs = nil
 	if d.dvWritten {
 		errs = append(errs, deleteKeys(ctx, d.store, []string{d.dvFile.Key()}))
 		d.dvWritten = false
@@ -165,21 +175,53 @@ func (d *deleter) physicalRows(f *delta.AddFile) (n int64, fromFooter bool, err 
 	return pf.NumRows(), true, nil
 }
 
-// copyOnWrite rewrites the file without the deleted rows (and without the rows of its old DV).
-func (d *deleter) copyOnWrite(fd FileDeletes) error {
+// rewritten is one copy-on-write rewrite, ready to be staged.
+type rewritten struct {
+	fd   FileDeletes
+	res  *parquetio.RewriteResult
+	adds []*delta.AddFile
+	rt   bool // row tracking preserved
+}
+
+// copyOnWriteAll rewrites the files concurrently (as many at a time as GOMAXPROCS: a clustered batch
+// touches many small files, whose opening and footers would otherwise run one after the other) and
+// stages them on tx in the order given.
+func (d *deleter) copyOnWriteAll(work []FileDeletes) error {
+	done := make([]*rewritten, len(work))
+	g, ctx := errgroup.WithContext(d.ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, fd := range work {
+		g.Go(func() error {
+			rw, err := d.rewrite(ctx, fd)
+			done[i] = rw
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, rw := range done {
+		d.stage(rw)
+	}
+	return nil
+}
+
+// rewrite writes the file without the deleted rows (and without the rows of its old DV). Safe for
+// concurrent use.
+func (d *deleter) rewrite(ctx context.Context, fd FileDeletes) (*rewritten, error) {
 	f, loc := fd.File, d.store.Location()
 	old, err := d.existingDV(fd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	drop := roaring64.Or(old, fd.Positions)
 	key, err := delta.ObjectKey(loc, f.Path)
 	if err != nil {
-		return fmt.Errorf("table %s: %w", loc, err)
+		return nil, fmt.Errorf("table %s: %w", loc, err)
 	}
-	r, err := d.store.Open(d.ctx, key)
+	r, err := d.store.Open(ctx, key)
 	if err != nil {
-		return fmt.Errorf("table %s: open %s: %w", loc, key, err)
+		return nil, fmt.Errorf("table %s: open %s: %w", loc, key, err)
 	}
 	defer r.Close()
 	// Files written by DML are new files of the table, not the output of a clustering run: like
@@ -187,30 +229,41 @@ func (d *deleter) copyOnWrite(fd FileDeletes) error {
 	wopts := d.opts
 	wopts.DataChange = true
 	wopts.ClusteringProvider, wopts.Tags = "", nil
-	outs, err := NewRewriteOutputs(d.ctx, d.snap, f.PartitionValues, wopts)
+	outs, err := NewRewriteOutputs(ctx, d.snap, f.PartitionValues, wopts)
 	if err != nil {
-		return fmt.Errorf("table %s: prepare the rewrite of %s: %w", loc, f.Path, err)
+		return nil, fmt.Errorf("table %s: prepare the rewrite of %s: %w", loc, f.Path, err)
 	}
+	d.mu.Lock()
 	d.outs = append(d.outs, outs)
+	d.mu.Unlock()
 	ropts := outs.Options()
 	ropts.TargetFileBytes = 0 // one output: the kept rows of one file
+	// The file's row groups stay as they are and its pages that lose no row are copied as stored:
+	// a delete that hits few pages costs about a read of the file.
+	ropts.CopyPages = true
 	in := parquetio.RewriteInput{File: r, Deleted: drop, RowTracking: f.RowTrackingBase()}
-	res, err := parquetio.Rewrite(d.ctx, []parquetio.RewriteInput{in}, outs.Create, ropts)
+	res, err := parquetio.Rewrite(ctx, []parquetio.RewriteInput{in}, outs.Create, ropts)
 	if err != nil {
-		return fmt.Errorf("table %s: rewrite %s without %d deleted rows: %w", loc, f.Path, fd.Positions.GetCardinality(), err)
+		return nil, fmt.Errorf("table %s: rewrite %s without %d deleted rows: %w", loc, f.Path, fd.Positions.GetCardinality(), err)
 	}
 	// Every position must have named a row of the file: the engine only drops rows it has.
 	if want := int64(drop.GetCardinality()); res.Deleted != want {
-		return fmt.Errorf("table %s: %s holds %d rows; %d of the %d rows to drop (deleted or already in its DV) lie beyond its end: refusing to commit",
+		return nil, fmt.Errorf("table %s: %s holds %d rows; %d of the %d rows to drop (deleted or already in its DV) lie beyond its end: refusing to commit",
 			loc, f.Path, res.Rows+res.Deleted, want-res.Deleted, want)
 	}
 	if n, ok := delta.NumRecords(f.Stats); ok && n != res.Rows+res.Deleted {
-		return fmt.Errorf("table %s: %s holds %d rows but the log says numRecords %d: refusing to commit: %w", loc, f.Path, res.Rows+res.Deleted, n, delta.ErrCorruptTable)
+		return nil, fmt.Errorf("table %s: %s holds %d rows but the log says numRecords %d: refusing to commit: %w", loc, f.Path, res.Rows+res.Deleted, n, delta.ErrCorruptTable)
 	}
 	adds, err := outs.AddFiles(res)
 	if err != nil {
-		return fmt.Errorf("table %s: describe the rewrite of %s: %w", loc, f.Path, err)
+		return nil, fmt.Errorf("table %s: describe the rewrite of %s: %w", loc, f.Path, err)
 	}
+	return &rewritten{fd: fd, res: res, adds: adds, rt: outs.RowTrackingPreserved()}, nil
+}
+
+// stage records a rewrite on tx and in the result.
+func (d *deleter) stage(rw *rewritten) {
+	f, res, adds := rw.fd.File, rw.res, rw.adds
 	removed := f
 	if _, ok := delta.NumRecords(f.Stats); !ok {
 		removed = f.WithNumRecords(res.Rows + res.Deleted) // the remove records the count for the commit's checks
@@ -218,7 +271,7 @@ func (d *deleter) copyOnWrite(fd FileDeletes) error {
 	d.tx.ReadFiles(f)
 	d.tx.Remove(true, removed)
 	d.tx.Add(adds...)
-	if outs.RowTrackingPreserved() {
+	if rw.rt {
 		d.tx.MarkRowTrackingPreserved()
 	}
 	if len(adds) == 0 {
@@ -235,8 +288,8 @@ func (d *deleter) copyOnWrite(fd FileDeletes) error {
 	for _, a := range adds {
 		d.res.BytesWritten += a.Size
 	}
-	d.res.RowsDeleted += int64(fd.Positions.GetCardinality())
-	return nil
+	d.res.RowsDeleted += int64(rw.fd.Positions.GetCardinality())
+	d.res.FilesTouched++
 }
 
 // withDV merges the positions into the file's deletion vector: the old (path, DV) is removed and the
