@@ -60,6 +60,10 @@ func (tx *Transaction) Commit(ctx context.Context) (*CommitResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		if tx.written == nil {
+			tx.written = map[Version]bool{}
+		}
+		tx.written[state.version] = true
 		err = tx.table.store.PutIfAbsent(ctx, CommitKey(state.version), data)
 		if err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
 			// The write failed in a way that may hide its outcome (a lost acknowledgement): the
@@ -248,6 +252,12 @@ func (tx *Transaction) resolveConflicts(ctx context.Context, state *commitState)
 		if errors.Is(err, storage.ErrNotFound) {
 			state.version = v
 			return winners, NoVersion, nil
+		}
+		if err != nil && tx.written[v] && !errors.Is(err, ErrCorruptTable) {
+			// The store refused this transaction's own write of v, and v cannot be read: it may be this
+			// transaction's commit, whose files the caller must then keep.
+			return nil, NoVersion, &CommitOutcomeUnknownError{Table: tx.table.Location(), TxnID: tx.txnID, Version: v,
+				Idempotent: tx.idempotent(), Err: fmt.Errorf("the store refused the write of version %d", v), ReadErr: err}
 		}
 		if err != nil {
 			return nil, NoVersion, fmt.Errorf("table %s: read winning commit %d: %w", tx.table.Location(), v, err)

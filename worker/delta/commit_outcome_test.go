@@ -93,13 +93,18 @@ func (p *faultProxy) set(f func(p *faultProxy)) {
 // proxiedTable creates a table on the test server and returns it as seen directly and through
 // the proxy, by a client that does not retry (so that every fault reaches the commit logic).
 func proxiedTable(t *testing.T) (direct, proxied *Table, p *faultProxy) {
+	return proxiedTableAttempts(t, 1)
+}
+
+// proxiedTableAttempts is proxiedTable whose proxied store sends each request up to attempts times.
+func proxiedTableAttempts(t *testing.T, attempts int) (direct, proxied *Table, p *faultProxy) {
 	srv := s3server.Start(t)
 	ctx := context.Background()
 	p = newFaultProxy(t, srv)
 	cfg := srv.S3Config()
 	directStore, err := storage.Open(ctx, srv.Location("t"), storage.Config{S3: cfg})
 	must(t, err)
-	cfg.Endpoint, cfg.MaxAttempts = p.URL, 1
+	cfg.Endpoint, cfg.MaxAttempts = p.URL, attempts
 	proxiedStore, err := storage.Open(ctx, srv.Location("t"), storage.Config{S3: cfg})
 	must(t, err)
 	direct = NewTable(directStore, WithClock(newFakeClock(testEpoch)))
@@ -165,6 +170,23 @@ func TestCommit_LostAcknowledgementIsSettledByReadingTheLogBack(t *testing.T) {
 		if snap, err := direct.Latest(ctx); err != nil || snap.Version() != 0 {
 			t.Fatalf("the table changed: %v", err)
 		}
+	})
+	t.Run("the store's retry met the landed write and cannot read it back", func(t *testing.T) {
+		// The SDK resends the lost PUT, which meets the object it wrote (412); reading it back fails.
+		// The outcome is unknown: taking it for another writer's commit would make the caller delete
+		// the files of its own landed commit.
+		direct, proxied, p := proxiedTableAttempts(t, 2)
+		tx := beginAppend(t, proxied)
+		p.set(func(p *faultProxy) { p.key, p.losePuts, p.forwardLost, p.failReads = CommitKey(1), 1, true, -1 })
+		_, err := tx.Commit(ctx)
+		var unknown *CommitOutcomeUnknownError
+		if !errors.As(err, &unknown) || unknown.Version != 1 {
+			t.Fatalf("err = %v, want the outcome unknown", err)
+		}
+		if p.puts != 2 {
+			t.Fatalf("%d PUTs of the commit, want the lost one and the SDK's retry", p.puts)
+		}
+		onlyCommit(t, direct, tx)
 	})
 	t.Run("the write landed and the store cannot be read", func(t *testing.T) {
 		direct, proxied, p := proxiedTable(t)

@@ -37,6 +37,8 @@ type Transaction struct {
 	opts      TxnOptions
 	txnID     string
 	isolation string
+	// written are the versions an attempt of Commit sent a write for: a commit found there may be its own.
+	written map[Version]bool
 
 	readFiles      map[string]bool
 	readPredicates []readPredicate

@@ -164,12 +164,7 @@ func (s *AzureStore) PutIfAbsent(ctx context.Context, key string, data []byte) e
 	if !isAzureConditionLost(err) {
 		return s.azureError("put-if-absent", key, err)
 	}
-	if attempts.Load() > 1 {
-		if existing, getErr := s.Get(ctx, key); getErr == nil && bytes.Equal(existing, data) {
-			return nil
-		}
-	}
-	return fmt.Errorf("put-if-absent %s: %w", s.uri(key), ErrAlreadyExists)
+	return refusedPut(ctx, s.Get, s.uri(key), key, data, attempts.Load() > 1)
 }
 
 // Delete implements Store; a missing blob is not an error.

@@ -148,12 +148,7 @@ func (s *GCSStore) PutIfAbsent(ctx context.Context, key string, data []byte) err
 	if gcsStatus(err) != http.StatusPreconditionFailed {
 		return s.gcsError("put-if-absent", key, err)
 	}
-	if attempts.Load() > 1 {
-		if existing, getErr := s.Get(ctx, key); getErr == nil && bytes.Equal(existing, data) {
-			return nil
-		}
-	}
-	return fmt.Errorf("put-if-absent %s: %w", s.uri(key), ErrAlreadyExists)
+	return refusedPut(ctx, s.Get, s.uri(key), key, data, attempts.Load() > 1)
 }
 
 // Delete implements Store; a missing object is not an error.

@@ -149,12 +149,7 @@ func (s *S3Store) PutIfAbsent(ctx context.Context, key string, data []byte) erro
 	if !isConditionLost(err) {
 		return s.s3Error("put-if-absent", key, err)
 	}
-	if attempts.Load() > 1 {
-		if existing, getErr := s.Get(ctx, key); getErr == nil && bytes.Equal(existing, data) {
-			return nil
-		}
-	}
-	return fmt.Errorf("put-if-absent %s: %w", s.uri(key), ErrAlreadyExists)
+	return refusedPut(ctx, s.Get, s.uri(key), key, data, attempts.Load() > 1)
 }
 
 // countAttempts adds a middleware after the retry middleware, so it runs once per HTTP attempt.

@@ -129,3 +129,33 @@ func TestS3PutIfAbsent_ConditionalRequestConflictIsAlreadyExists(t *testing.T) {
 		t.Fatalf("409 ConditionalRequestConflict: err = %v, want ErrAlreadyExists", err)
 	}
 }
+
+// The same lost answer, but the object cannot be read back: whose it is is unknown. Reporting
+// ErrAlreadyExists would tell a Delta committer that another writer won, and it would delete the files
+// of what may be its own landed commit (seen under fault injection: a compaction's commit landed, the
+// store said "exists", the read-back failed, and the outputs were deleted under the log).
+func TestS3PutIfAbsent_RetryAfterLostResponseWithUnreadableObjectIsNotAlreadyExists(t *testing.T) {
+	srv := s3server.Start(t)
+	p := newProxy(t, srv, func(p *proxy, n int64, w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case n == 1:
+			p.forward.ServeHTTP(httptest.NewRecorder(), r)
+			writeS3Error(w, http.StatusServiceUnavailable, "SlowDown", "response lost")
+			return true
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
+			writeS3Error(w, http.StatusInternalServerError, "InternalError", "reads fail")
+			return true
+		}
+		return false
+	})
+	cfg := p.config(srv)
+	cfg.MaxAttempts = 2
+	st := openS3(t, srv, cfg, "unreadable")
+	err := st.PutIfAbsent(ctx, "_delta_log/00000000000000000000.json", []byte("mine"))
+	if err == nil || errors.Is(err, storage.ErrAlreadyExists) {
+		t.Fatalf("PutIfAbsent whose own write cannot be read back: %v, want an error that is not ErrAlreadyExists", err)
+	}
+	if !strings.Contains(err.Error(), "reading the object back") {
+		t.Errorf("error %q does not say the read-back failed", err)
+	}
+}
