@@ -107,6 +107,21 @@ func TestUpsert_PartitionedTarget(t *testing.T) {
 	}
 }
 
+// A key that moves partition within one batch, deduplicated by --order-by: its older row names the
+// partition its target row is in, so --partition-pruning must keep that partition, or the row is
+// missed and the key inserted a second time (found by the DuckDB model, seed 1796193136788950957).
+func TestUpsert_PartitionPruningKeepsThePartitionsOfDeduplicatedRows(t *testing.T) {
+	fx := newFixture(t, []string{"p"}, nil)
+	fx.appendFile(types.Struct{int64(1), "n1", int64(1), "a"})
+	fx.appendFile(types.Struct{int64(2), "n2", int64(2), "b"})
+	rep := fx.merge(fx.source(`{"id":1,"v":10,"p":"a"}`, `{"id":1,"v":11,"p":"c"}`),
+		Options{Mode: Upsert, Keys: []string{"id"}, OrderBy: "v", PartitionPruning: []string{"p"}})
+	if rep.RowsUpdated != 1 || rep.RowsInserted != 0 {
+		t.Fatalf("%+v: want the row in partition a updated (moved to c), nothing inserted", rep)
+	}
+	fx.expectRows(types.Struct{int64(1), "n1", int64(11), "c"}, types.Struct{int64(2), "n2", int64(2), "b"})
+}
+
 // TestUpsert_PartitionChangeMovesTheRow: an update that changes the partition column moves the row.
 func TestUpsert_PartitionChangeMovesTheRow(t *testing.T) {
 	fx := newFixture(t, []string{"p"}, nil)

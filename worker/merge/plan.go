@@ -74,11 +74,12 @@ func newPruner(snap *delta.Snapshot, p *prepared, o *Options) (*pruner, error) {
 			return nil, result.Refuse(result.ReasonBadArgument, fmt.Errorf("--partition-pruning column %q is not a partition column of table %s (partition columns: %s)", name, snap.Table().Location(), strings.Join(snap.Metadata().PartitionColumns, ", ")))
 		}
 		i := columnIndex(p.schema, name)
+		// Every row of the batch names a partition, also the rows that --order-by deduplicates away: a key
+		// that moved partition within the batch was where its older rows say, and its target row is
+		// there. Taking only the winners' partitions would miss that row and insert the key twice.
 		vals := map[string]bool{}
 		for n := range p.src.len() {
-			if live(n) {
-				vals[valueKey(p.src.value(n, i))] = true
-			}
+			vals[valueKey(p.src.value(n, i))] = true
 		}
 		pr.pinned = append(pr.pinned, p.schema.Fields[i].Name)
 		pr.pinnedValues = append(pr.pinnedValues, vals)
