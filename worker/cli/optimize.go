@@ -225,8 +225,8 @@ func optimizeStep(e *env, snap *delta.Snapshot, opts optimize.Options, zorder []
 
 // loadForLayout loads the snapshot optimizeStep works on: with row counts only when it will bin-pack
 // (an unclustered table, no Z-order), which is a third of the memory of a million-file snapshot; in
-// full for clustering and Z-order, which read the files' statistics. A table clustered between the two
-// loads is refused by the compaction, as any clustered table is.
+// full for clustering and Z-order, which read the files' statistics. A table clustered between the state
+// read and the load (a concurrent ALTER … CLUSTER BY) is loaded again in full, since the step clusters it.
 func loadForLayout(ctx context.Context, tbl *delta.Table, zorder []string) (*delta.Snapshot, error) {
 	if len(zorder) == 0 {
 		st, err := tbl.State(ctx, delta.NoVersion)
@@ -234,7 +234,13 @@ func loadForLayout(ctx context.Context, tbl *delta.Table, zorder []string) (*del
 			return nil, err
 		}
 		if !st.Clustered {
-			return tbl.LatestWith(ctx, optimize.LoadOptions)
+			snap, err := tbl.LatestWith(ctx, optimize.LoadOptions)
+			if err != nil {
+				return nil, err
+			}
+			if clustered, cerr := isClustered(snap); cerr != nil || !clustered {
+				return snap, nil // a bad clustering declaration is reported by the step
+			}
 		}
 	}
 	return tbl.Latest(ctx)
