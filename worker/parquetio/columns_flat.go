@@ -39,29 +39,11 @@ func (v *Vector) AppendFlat(dst *FlatColumn, t types.DataType) error {
 			dst.I32 = append(dst.I32, x)
 		}
 	case FlatI64:
-		for _, j := range v.vidx[:v.n] {
-			x := int64(0)
-			if j >= 0 {
-				x = l.i64[j]
-			}
-			dst.I64 = append(dst.I64, x)
-		}
+		dst.I64 = gatherDense(dst.I64, l.i64, v.vidx[:v.n])
 	case FlatF32:
-		for _, j := range v.vidx[:v.n] {
-			x := float32(0)
-			if j >= 0 {
-				x = l.f32[j]
-			}
-			dst.F32 = append(dst.F32, x)
-		}
+		dst.F32 = gatherDense(dst.F32, l.f32, v.vidx[:v.n])
 	case FlatF64:
-		for _, j := range v.vidx[:v.n] {
-			x := float64(0)
-			if j >= 0 {
-				x = l.f64[j]
-			}
-			dst.F64 = append(dst.F64, x)
-		}
+		dst.F64 = gatherDense(dst.F64, l.f64, v.vidx[:v.n])
 	case FlatBool:
 		for _, j := range v.vidx[:v.n] {
 			dst.Bool = append(dst.Bool, j >= 0 && l.bools[j])
@@ -78,4 +60,16 @@ func (v *Vector) AppendFlat(dst *FlatColumn, t types.DataType) error {
 		}
 	}
 	return nil
+}
+
+// gatherDense appends src[j] for every j of vidx, and the zero value where j < 0 (a null).
+func gatherDense[T any](dst, src []T, vidx []int32) []T {
+	for _, j := range vidx {
+		var x T
+		if j >= 0 {
+			x = src[j]
+		}
+		dst = append(dst, x)
+	}
+	return dst
 }
