@@ -1,7 +1,9 @@
 package parquetio
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/parquet-go/parquet-go/format"
 
@@ -264,6 +266,9 @@ func (w *Writer) WriteColumns(b *FlatBatch, sel []int32) error {
 	if sel != nil {
 		total = len(sel)
 	}
+	if w.encodeWorkers > 1 && len(root.children) > 1 && total >= minParallelEncodeRows {
+		return w.writeColumnsParallel(b, sel, total)
+	}
 	for pos := 0; pos < total; {
 		n := min(total-pos, shredBatch)
 		if w.rowGroupRows > 0 {
@@ -284,6 +289,82 @@ func (w *Writer) WriteColumns(b *FlatBatch, sel []int32) error {
 			w.err = err
 			return err
 		}
+		pos += n
+	}
+	return nil
+}
+
+// minParallelEncodeRows is the smallest WriteColumns call whose columns are encoded on several
+// goroutines; parallelEncodeRound is how many rows they encode between two row-group checks (a row
+// group overshoots its size by at most that many rows).
+const (
+	minParallelEncodeRows = 4096
+	parallelEncodeRound   = 16 << 10
+)
+
+// writeColumnsParallel is WriteColumns with each column striped, encoded and compressed on its own
+// goroutine (at most encodeWorkers at once): columns are independent until their row group closes,
+// which happens between rounds, at the same row for every column.
+func (w *Writer) writeColumnsParallel(b *FlatBatch, sel []int32, total int) error {
+	root := w.schema.root
+	errs := make([]error, len(root.children))
+	for pos := 0; pos < total; {
+		n := min(total-pos, parallelEncodeRound)
+		if w.rowGroupRows > 0 {
+			n = int(min(int64(n), w.rowGroupRows-w.rgRows))
+		}
+		next := make(chan int, len(root.children))
+		for i := range root.children {
+			next <- i
+		}
+		close(next)
+		var wg sync.WaitGroup
+		for range min(w.encodeWorkers, len(root.children)) {
+			wg.Go(func() {
+				for i := range next {
+					errs[i] = w.encodeRange(i, b, sel, pos, pos+n)
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			w.err = fmt.Errorf("parquet writer: %w; the file is incomplete and must be discarded", err)
+			return w.err
+		}
+		w.rgRows += int64(n)
+		var buffered int64
+		for _, e := range w.encs {
+			buffered += e.bufferedBytes()
+		}
+		if buffered >= w.rowGroupBytes || (w.rowGroupRows > 0 && w.rgRows >= w.rowGroupRows) {
+			if err := w.flushRowGroup(); err != nil {
+				w.err = err
+				return err
+			}
+		}
+		pos += n
+	}
+	return nil
+}
+
+// encodeRange stripes and encodes the rows [lo, hi) of WriteColumns' selection into column i's
+// encoder, shredBatch rows at a time.
+func (w *Writer) encodeRange(i int, b *FlatBatch, sel []int32, lo, hi int) error {
+	c := w.schema.root.children[i]
+	dst, e := &w.shred.batches[c.leaf], w.encs[c.leaf]
+	for pos := lo; pos < hi; {
+		n := min(hi-pos, shredBatch)
+		var part []int32
+		if sel != nil {
+			part = sel[pos : pos+n]
+		}
+		if err := w.stripe(dst, c, &b.Cols[i], part, pos, pos+n); err != nil {
+			return err
+		}
+		if err := e.write(dst); err != nil {
+			return err
+		}
+		dst.reset()
 		pos += n
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -156,5 +157,79 @@ func TestWriteColumns_RefusesNullsInRequiredColumnsAndNestedSchemas(t *testing.T
 	w2, _ := NewWriter(&buf, nested, WriterOptions{})
 	if err := w2.WriteColumns(&FlatBatch{Rows: 0, Cols: make([]FlatColumn, 1)}, nil); err == nil {
 		t.Fatal("WriteColumns took a nested schema")
+	}
+}
+
+// WriteColumns with its columns encoded on several goroutines (EncodeWorkers) writes the same rows
+// and statistics as the serial encoder: byte for byte while a row group holds them all, and row for
+// row across row groups, which then close at the same row for every column. A selection, a
+// required column's null and a row-group row cap behave as in the serial path.
+func TestWriteColumns_ParallelEncodingWritesTheSameFile(t *testing.T) {
+	schema := flatTestSchema()
+	rows := flatTestRows(3*parallelEncodeRound + 123)
+	batch := NewFlatBatch(schema, len(rows))
+	for _, row := range rows {
+		for i, f := range schema.Fields {
+			if err := batch.Cols[i].AppendValue(f.Type, row[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		batch.Rows++
+	}
+	write := func(opts WriterOptions, sel []int32) ([]byte, *WriteResult) {
+		t.Helper()
+		var buf memWriter
+		w, err := NewWriter(&buf, schema, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteColumns(batch, sel); err != nil {
+			t.Fatal(err)
+		}
+		res, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes(), res
+	}
+	serial, serialRes := write(WriterOptions{}, nil)
+	parallel, parallelRes := write(WriterOptions{EncodeWorkers: 4}, nil)
+	if !bytes.Equal(serial, parallel) {
+		t.Errorf("one row group: the parallel encoder wrote %d bytes that differ from the serial one's %d", len(parallel), len(serial))
+	}
+	if fmt.Sprint(serialRes.Columns) != fmt.Sprint(parallelRes.Columns) {
+		t.Errorf("statistics differ:\n%v\n%v", parallelRes.Columns, serialRes.Columns)
+	}
+	var sel []int32
+	var selRows []types.Struct
+	for r := len(rows) - 1; r >= 0; r -= 2 {
+		sel, selRows = append(sel, int32(r)), append(selRows, rows[r])
+	}
+	for _, opts := range []WriterOptions{{EncodeWorkers: 3, RowGroupBytes: 64 << 10}, {EncodeWorkers: 2, RowGroupRows: 10_000}} {
+		b, res := write(opts, sel)
+		f := openBytes(t, b)
+		if f.NumRowGroups() < 2 {
+			t.Fatalf("%+v: %d row group: the test must cross row groups", opts, f.NumRowGroups())
+		}
+		if opts.RowGroupRows > 0 && f.RowGroup(0).NumRows != opts.RowGroupRows {
+			t.Fatalf("%+v: the first row group holds %d rows", opts, f.RowGroup(0).NumRows)
+		}
+		if got := readAll(t, f, schema, ReadOptions{}); fmt.Sprint(got) != fmt.Sprint(selRows) {
+			t.Fatalf("%+v: read back %d rows that differ from the %d selected", opts, len(got), len(selRows))
+		}
+		assertStats(t, schema, selRows, res)
+	}
+	// A null in the required column fails the file, as in the serial path.
+	batch.Cols[0].Null = make([]bool, batch.Rows)
+	batch.Cols[0].Null[len(rows)-1] = true
+	w, err := NewWriter(&memWriter{}, schema, WriterOptions{EncodeWorkers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteColumns(batch, nil); err == nil || !strings.Contains(err.Error(), "not nullable") {
+		t.Fatalf("err = %v: want the required column's null refused", err)
+	}
+	if _, err := w.Close(); err == nil {
+		t.Fatal("a failed writer closed")
 	}
 }

@@ -47,6 +47,11 @@ type WriterOptions struct {
 	DictionaryBytes int
 	// KeyValueMetadata is stored in the footer.
 	KeyValueMetadata map[string]string
+	// EncodeWorkers is how many goroutines encode and compress the columns of one WriteColumns call
+	// of at least minParallelEncodeRows rows at once; 0 or 1 encodes them one after another. A
+	// single file written alone (a merge's new rows) uses every core so; files written side by side
+	// (compaction, copy-on-write) already do.
+	EncodeWorkers int
 }
 
 // config resolves the options for a schema of numLeaves leaf columns.
@@ -94,6 +99,7 @@ type Writer struct {
 	rgRows        int64
 	rowGroupBytes int64
 	rowGroupRows  int64
+	encodeWorkers int
 	err           error
 	closed        bool
 }
@@ -117,6 +123,7 @@ func NewWriter(w io.Writer, schema *types.StructType, opts WriterOptions) (*Writ
 		stats:         make([]leafStats, len(out.leaves)),
 		rowGroupBytes: opts.RowGroupBytes,
 		rowGroupRows:  opts.RowGroupRows,
+		encodeWorkers: opts.EncodeWorkers,
 	}
 	if wr.rowGroupBytes <= 0 {
 		wr.rowGroupBytes = DefaultRowGroupBytes

@@ -39,6 +39,9 @@ type WriteOptions struct {
 	// when its serialized bitmap is at most this many bytes; 0 (the default, Spark's usual layout)
 	// puts every DV into the commit's DV file.
 	DVInlineMaxBytes int
+	// EncodeWorkers is how many goroutines encode the columns of a file the Writer's WriteColumns
+	// writes (parquetio.WriterOptions.EncodeWorkers); 0 or 1, one. For a writer that runs alone.
+	EncodeWorkers int
 	// Now is the clock of modificationTime; time.Now when nil.
 	Now func() time.Time
 }
@@ -118,6 +121,7 @@ func newLayout(snap *delta.Snapshot, opts WriteOptions) (*layout, error) {
 		}
 	}
 	l.writer.RowGroupBytes = rowGroupBytes(l.target)
+	l.writer.EncodeWorkers = opts.EncodeWorkers
 	return l, nil
 }
 

@@ -84,8 +84,10 @@ func (w *Writer) writeColumnsTo(dir string, pv delta.PartitionValues, b *parquet
 	}
 	total := len(sel)
 	// Feed the Parquet writer in chunks so that row groups close, and the size check sees them,
-	// within one large batch.
-	const chunk = 256
+	// within one large batch: about a thousandth of a row group's bytes in rows, so that a file
+	// overshoots its target by less than a row group for rows under 1 KiB, and large enough at
+	// the usual targets (16 MiB row groups: 16,384 rows) for its columns to encode in parallel.
+	chunk := int(min(max(w.l.writer.RowGroupBytes>>10, 256), 16<<10))
 	for pos := 0; pos < total; {
 		f, err := w.openFor(dir, pv)
 		if err != nil {
