@@ -2,6 +2,9 @@ package merge
 
 import (
 	"errors"
+	"io/fs"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,4 +136,50 @@ func TestUpsert_DeleteMarker(t *testing.T) {
 	if rep.RowsDeleted != 1 || rep.RowsUpdated != 1 || rep.RowsInserted != 1 || rep.RowsMatched != 2 {
 		t.Fatalf("%+v", rep)
 	}
+}
+
+// TestUpsert_AsIsWritesEachRowOnceAndTargetDuplicatesAgain: an upsert whose source rows carry every
+// column is written as it is (stageUpsertAsIs), updated and inserted rows in one file; a key the
+// target holds twice gets its source row written once per target row, as Spark's MERGE updates
+// both; a refused merge leaves no file behind, the file written during the match included.
+func TestUpsert_AsIsWritesEachRowOnceAndTargetDuplicatesAgain(t *testing.T) {
+	// Deletion vectors: every added file holds new rows (no copy-on-write rewrite among them).
+	fx := newFixture(t, nil, map[string]string{"delta.enableDeletionVectors": "true"})
+	fx.appendFile(row(1, 1, "a"), row(2, 2, "a"))
+	fx.appendFile(row(1, 1, "a"), row(3, 3, "a"))
+	rep := fx.merge(fx.source(`{"id":1,"name":"one","v":10,"p":"a"}`, `{"id":2,"name":"two","v":20,"p":"a"}`, `{"id":9,"name":"nine","v":90,"p":"b"}`),
+		Options{Mode: Upsert, Keys: []string{"id"}})
+	one := types.Struct{int64(1), "one", int64(10), "a"}
+	fx.expectRows(one, one, types.Struct{int64(2), "two", int64(20), "a"}, row(3, 3, "a"), types.Struct{int64(9), "nine", int64(90), "b"})
+	if rep.RowsMatched != 3 || rep.RowsUpdated != 3 || rep.RowsInserted != 1 || rep.FilesAdded != 2 {
+		t.Fatalf("%+v: want 3 target rows updated, 1 inserted, the batch's file and one more for id=1's second target row", rep)
+	}
+	rep = fx.merge(fx.source(`{"id":2,"name":"two!","v":21,"p":"a"}`, `{"id":10,"name":"ten","v":100,"p":"b"}`), Options{Mode: Upsert, Keys: []string{"id"}})
+	if rep.RowsUpdated != 1 || rep.RowsInserted != 1 || rep.FilesAdded != 1 {
+		t.Fatalf("%+v: want the updated and the inserted row in one new file", rep)
+	}
+	before := dataFiles(t, fx)
+	if _, err := fx.tryMerge(fx.source(`{"id":3,"name":"x","v":1,"p":"a"}`, `{"id":3,"name":"y","v":2,"p":"a"}`), Options{Mode: Upsert, Keys: []string{"id"}}); err == nil {
+		t.Fatal("two source rows matching id=3 merged")
+	}
+	if after := dataFiles(t, fx); !slices.Equal(before, after) {
+		t.Fatalf("a refused merge left files: before %v, after %v", before, after)
+	}
+}
+
+// dataFiles lists the table directory's Parquet files.
+func dataFiles(t *testing.T, fx *fixture) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(filepath.Join(fx.dir, "table"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") && !strings.Contains(p, "_delta_log") {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -277,9 +277,11 @@ func TestMerge_ColumnarAndRowPathsGiveIdenticalTables(t *testing.T) {
 	}
 }
 
-// reportCounts is a report without the bytes written, which follow the encoder's choices.
+// reportCounts is a report's row counts, without its bytes and files, which follow the encoder's
+// choices and the write strategy: the columnar upsert writes its updated and inserted rows as one
+// set of files (stageUpsertAsIs), the row path as two, so the tables' files differ from then on.
 func reportCounts(r *Report) Report {
-	c := *r
-	c.BytesWritten = 0
-	return c
+	return Report{Mode: r.Mode, SourceRows: r.SourceRows, SourceRowsDeduplicated: r.SourceRowsDeduplicated,
+		RowsMatched: r.RowsMatched, RowsUpdated: r.RowsUpdated, RowsDeleted: r.RowsDeleted, RowsInserted: r.RowsInserted,
+		Version: r.Version, Attempts: r.Attempts, AlreadyCommitted: r.AlreadyCommitted, SchemaChanges: r.SchemaChanges}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -87,6 +88,10 @@ func newPruner(snap *delta.Snapshot, p *prepared, o *Options) (*pruner, error) {
 	keyTypes := make([]types.DataType, len(pr.keys))
 	for j, k := range pr.keys {
 		keyTypes[j] = k.Type
+	}
+	if p.longBits != nil {
+		pr.sorted = &sortedKeys{kind: sortedLongs, comparable: true, longs: p.distinctLongs()}
+		return pr, nil
 	}
 	sk, err := newSortedKeys(p.src, p.keyIdx, keyTypes, live)
 	if err != nil {
@@ -178,6 +183,16 @@ func (pr *pruner) byStats(f *delta.AddFile) bool {
 // mightHold is the commit's read predicate: the file may hold one of the batch's keys.
 func (pr *pruner) mightHold(f *delta.AddFile) bool { return pr.byPartition(f) && pr.byStats(f) }
 
+// readPredicate is mightHold, answered from the plan's verdicts for the files it judged.
+func (pl *plan) readPredicate(pr *pruner) func(*delta.AddFile) bool {
+	return func(f *delta.AddFile) bool {
+		if v, ok := pl.judged[f]; ok {
+			return v
+		}
+		return pr.mightHold(f)
+	}
+}
+
 // fileMatch is one target file's matched rows: physical positions and the source row of each.
 type fileMatch struct {
 	file *delta.AddFile
@@ -189,21 +204,28 @@ type fileMatch struct {
 type plan struct {
 	total, prunedPartition, prunedStats int
 	scanned                             []*delta.AddFile
-	touched                             []*fileMatch
-	matched                             []bool // per source row: matched a target row
-	rowsMatched                         int64
+	// judged holds the verdict of pruning for every file of the snapshot (true: scanned), so the
+	// commit's read predicate parses no statistics twice.
+	judged      map[*delta.AddFile]bool
+	touched     []*fileMatch
+	matched     []bool // per source row: matched a target row
+	rowsMatched int64
 }
 
 // planMatches prunes the snapshot's files and reads the key columns of the survivors to find the
 // matched rows. A target row matched by two source rows is an error naming the key.
 func planMatches(ctx context.Context, snap *delta.Snapshot, p *prepared, pr *pruner) (*plan, error) {
 	pl := &plan{matched: make([]bool, p.src.len())}
-	for _, f := range snap.Files() {
+	files := snap.Files()
+	verdicts := prune(files, pr)
+	pl.judged = make(map[*delta.AddFile]bool, len(files))
+	for n, f := range files {
 		pl.total++
-		switch {
-		case !pr.byPartition(f):
+		pl.judged[f] = verdicts[n] == mightMatch
+		switch verdicts[n] {
+		case prunedByPartition:
 			pl.prunedPartition++
-		case !pr.byStats(f):
+		case prunedByStats:
 			pl.prunedStats++
 		default:
 			pl.scanned = append(pl.scanned, f)
@@ -242,6 +264,51 @@ func planMatches(ctx context.Context, snap *delta.Snapshot, p *prepared, pr *pru
 		}
 	}
 	return pl, nil
+}
+
+// A file's pruning verdict.
+const (
+	mightMatch uint8 = iota
+	prunedByPartition
+	prunedByStats
+)
+
+// pruneChunk is how many files one goroutine prunes at a time.
+const pruneChunk = 256
+
+// prune judges every file by its partition values and statistics, on every core: parsing the
+// statistics JSON of each file is most of it, and a table of thousands of files is common.
+func prune(files []*delta.AddFile, pr *pruner) []uint8 {
+	verdicts := make([]uint8, len(files))
+	judge := func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			switch f := files[n]; {
+			case !pr.byPartition(f):
+				verdicts[n] = prunedByPartition
+			case !pr.byStats(f):
+				verdicts[n] = prunedByStats
+			}
+		}
+	}
+	if len(files) <= pruneChunk || runtime.GOMAXPROCS(0) < 2 {
+		judge(0, len(files))
+		return verdicts
+	}
+	var wg sync.WaitGroup
+	chunks := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for lo := range chunks {
+				judge(lo, min(lo+pruneChunk, len(files)))
+			}
+		})
+	}
+	for lo := 0; lo < len(files); lo += pruneChunk {
+		chunks <- lo
+	}
+	close(chunks)
+	wg.Wait()
+	return verdicts
 }
 
 // matchFile reads only the key columns of one target file (partition keys come from the log) and

@@ -241,6 +241,20 @@ func (p *prepared) rank(d uint64) uint32 {
 	return p.longRank[d>>6] + uint32(bits.OnesCount64(p.longBits[d>>6]&(1<<(d&63)-1)))
 }
 
+// distinctLongs is the batch's distinct integer keys in order, read off the bits of the dense
+// index (longBits must be set): no sort of the batch's keys.
+func (p *prepared) distinctLongs() []int64 {
+	out := make([]int64, 0, len(p.longFirst))
+	for w, word := range p.longBits {
+		for word != 0 {
+			d := uint64(w)*64 + uint64(bits.TrailingZeros64(word))
+			out = append(out, int64(uint64(p.longMin)+d))
+			word &= word - 1
+		}
+	}
+	return out
+}
+
 // findLong is the first live row with integer key v.
 func (p *prepared) findLong(v int64) (int32, bool) {
 	if p.longBits == nil {

@@ -3,6 +3,7 @@ package merge
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/types"
@@ -51,6 +52,16 @@ func TestPrepare_LongKeyBitsNeverHideAKey(t *testing.T) {
 			first, got := p.lookup(types.Struct{k})
 			if got != n || src.rows[first][0] != k {
 				t.Fatalf("keys %v: lookup(%d) = row %d, %d rows; want %d rows", ks, k, first, got, n)
+			}
+		}
+		// The sorted distinct keys read off the bits are those newSortedKeys sorts.
+		if p.longBits != nil {
+			sk, err := newSortedKeys(src, p.keyIdx, []types.DataType{schema.Fields[0].Type}, func(int) bool { return true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.distinctLongs(); !slices.Equal(got, sk.longs) {
+				t.Fatalf("keys %v: distinct keys from the bits %v, sorted %v", ks, got, sk.longs)
 			}
 		}
 		for range 200 {

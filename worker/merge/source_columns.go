@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/source"
@@ -160,28 +163,78 @@ func readParquetColumns(ctx context.Context, store storage.Store, sf source.File
 		return &format.NewColumnsError{File: uri, Columns: unknown}
 	}
 	growFlat(dst, schema, int(min(f.NumRows(), 1<<26)))
-	cr, err := f.Columns(ctx, read, parquetio.ColumnOptions{BatchSize: format.ChunkRows})
+	var rows int64
+	if runtime.GOMAXPROCS(0) < 2 || len(schema.Fields) < 2 || f.NumRows() < minParallelRows {
+		if rows, err = readFileColumns(ctx, f, uri, schema, read, identity(len(schema.Fields)), dst.Cols); err != nil {
+			return err
+		}
+	} else {
+		// One reader per column, on every core: zstd and page decoding are most of a batch read, and
+		// columns decode apart (a row range would not: a reader skipping into a page decodes it).
+		counts := make([]int64, len(schema.Fields))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for i := range schema.Fields {
+			g.Go(func() error {
+				var err error
+				counts[i], err = readFileColumns(gctx, f, uri, schema, read, []int{i}, dst.Cols[i:i+1])
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		rows = counts[0]
+		for i, n := range counts {
+			if n != rows {
+				return &format.Error{File: uri, Column: schema.Fields[i].Name, Err: fmt.Errorf("the column holds %d rows, column %s %d", n, schema.Fields[0].Name, rows)}
+			}
+		}
+	}
+	dst.Rows += int(rows)
+	if rows == 0 {
+		return &format.Error{File: uri, Err: errors.New("the file has no rows: remove it, or set onBadFile to skip")}
+	}
+	return nil
+}
+
+// minParallelRows is the smallest file read on several cores: below it the readers' set-up
+// outweighs the decoding.
+const minParallelRows = 16 << 10
+
+// readFileColumns appends the file's rows of the schema fields idx (read as read's fields) to cols
+// (one per index) and returns how many rows it read.
+func readFileColumns(ctx context.Context, f *parquetio.File, uri string, schema, read *types.StructType, idx []int, cols []parquetio.FlatColumn) (int64, error) {
+	sub := read
+	if len(idx) < len(read.Fields) {
+		sub = &types.StructType{}
+		for _, i := range idx {
+			sub.Fields = append(sub.Fields, read.Fields[i])
+		}
+	}
+	cr, err := f.Columns(ctx, sub, parquetio.ColumnOptions{BatchSize: format.ChunkRows})
 	if errors.Is(err, parquetio.ErrColumnsUnsupported) {
-		return errNotColumnar
+		return 0, errNotColumnar
 	}
 	if err != nil {
-		return &format.Error{File: uri, Err: fmt.Errorf("the file's columns do not fit the table's schema: %w", err)}
+		return 0, &format.Error{File: uri, Err: fmt.Errorf("the file's columns do not fit the table's schema: %w", err)}
 	}
 	defer cr.Close()
 	var rows int64
 	for {
 		b, err := cr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return rows, nil
 		}
 		if err != nil {
-			return &format.Error{File: uri, Row: rows + 1, Err: err}
+			return rows, &format.Error{File: uri, Row: rows + 1, Err: err}
 		}
-		for i, tf := range schema.Fields {
-			c := &dst.Cols[i]
+		for k, i := range idx {
+			tf := schema.Fields[i]
+			c := &cols[k]
 			before := len(c.Bin)
-			if err := b.Column(i).AppendFlat(c, tf.Type); err != nil {
-				return &format.Error{File: uri, Row: rows + 1, Column: tf.Name, Err: err}
+			if err := b.Column(k).AppendFlat(c, tf.Type); err != nil {
+				return rows, &format.Error{File: uri, Row: rows + 1, Column: tf.Name, Err: err}
 			}
 			if rows == 0 && b.Len() > 0 && len(c.Bin) > before {
 				// Strings: room for the file's other rows at the first chunk's bytes per row.
@@ -189,13 +242,8 @@ func readParquetColumns(ctx context.Context, store storage.Store, sf source.File
 				c.Bin = slices.Grow(c.Bin, int(min(int64(len(c.Bin)-before)*int64(max(left, 0))/int64(b.Len())*9/8, 1<<31)))
 			}
 		}
-		dst.Rows += b.Len()
 		rows += int64(b.Len())
 	}
-	if rows == 0 {
-		return &format.Error{File: uri, Err: errors.New("the file has no rows: remove it, or set onBadFile to skip")}
-	}
-	return nil
 }
 
 // growFlat makes room for n more rows in every column of dst, so that a batch of many chunks is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ func (st *staged) abort(ctx context.Context) {
 type insertCache struct {
 	fingerprint uint64
 	schema      string
+	asIs        bool // every written row of the batch (stageUpsertAsIs), not only the inserted ones
 	adds        []*delta.AddFile
 	abortFn     func(context.Context) error
 }
@@ -74,6 +76,10 @@ func fingerprint(rows []int32) uint64 {
 func (m *merger) writeOptions() table.WriteOptions {
 	w := m.o.Write
 	w.DataChange = true
+	if w.EncodeWorkers == 0 {
+		// A merge writes its new rows into one file at a time: its columns encode on every core.
+		w.EncodeWorkers = runtime.GOMAXPROCS(0)
+	}
 	return w
 }
 
@@ -110,6 +116,12 @@ func (m *merger) stage(ctx context.Context, st *staged) error {
 				inserts = append(inserts, int32(n))
 			}
 		}
+	case m.upsertsBatchAsIs(st):
+		if err := m.stageUpsertAsIs(ctx, st); err != nil {
+			return err
+		}
+		m.setMetrics(st)
+		return nil
 	default:
 		var err error
 		if inserts, err = m.stageKeyed(ctx, st); err != nil {
@@ -120,13 +132,19 @@ func (m *merger) stage(ctx context.Context, st *staged) error {
 		return err
 	}
 	rep.RowsInserted = int64(len(inserts))
+	m.setMetrics(st)
+	return nil
+}
+
+// setMetrics records the report's counts as the commit's operation metrics.
+func (m *merger) setMetrics(st *staged) {
+	rep := m.rep
 	st.tx.SetMetric("numSourceRows", rep.SourceRows)
 	st.tx.SetMetric("numTargetRowsInserted", rep.RowsInserted)
 	st.tx.SetMetric("numTargetRowsUpdated", rep.RowsUpdated)
 	st.tx.SetMetric("numTargetRowsDeleted", rep.RowsDeleted)
 	st.tx.SetMetric("numTargetFilesAdded", int64(rep.FilesAdded))
 	st.tx.SetMetric("numTargetFilesRemoved", int64(rep.FilesRemoved))
-	return nil
 }
 
 // removeWhole removes every given file, counting their live rows as deleted.
@@ -193,29 +211,33 @@ func (m *merger) overwritePartitions(st *staged) error {
 	return nil
 }
 
-// stageKeyed plans the keyed modes (upsert, update, delete): prunes, matches, removes the matched
-// rows through table.DeleteRows and writes the updated rows. It returns the rows to insert.
-func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
+// update is a touched file's rows that a source row updates (not deletes): their positions and
+// the source row of each.
+type update struct {
+	fm  *fileMatch
+	pos []int64
+	src []int32
+}
+
+// matchAndRemove prunes, matches and removes the matched rows through table.DeleteRows (deletion
+// vectors or copy-on-write), filling the report's file and row counts. It returns the plan and
+// the rows that source rows update.
+func (m *merger) matchAndRemove(ctx context.Context, st *staged) (*plan, []update, error) {
 	p, rep := st.p, m.rep
 	pr, err := newPruner(st.snap, p, m.o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pl, err := planMatches(ctx, st.snap, p, pr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The read set: every file that might hold a key (the scanned ones), and the key predicate,
 	// which a concurrent append of a possibly matching file violates even when blind.
-	st.tx.ReadKeysWhere(fmt.Sprintf("the %d distinct keys (%s) of the batch", pr.sorted.count(), strings.Join(m.o.Keys, ", ")), pr.mightHold)
+	st.tx.ReadKeysWhere(fmt.Sprintf("the %d distinct keys (%s) of the batch", pr.sorted.count(), strings.Join(m.o.Keys, ", ")), pl.readPredicate(pr))
 	rep.FilesPrunedByPartition, rep.FilesPrunedByStats, rep.FilesScanned = pl.prunedPartition, pl.prunedStats, len(pl.scanned)
 	rep.FilesTouched, rep.RowsMatched = len(pl.touched), pl.rowsMatched
 	var deletes []table.FileDeletes
-	type update struct {
-		fm  *fileMatch
-		pos []int64
-		src []int32
-	}
 	var updates []update
 	for _, fm := range pl.touched {
 		bm := roaring64.New()
@@ -237,13 +259,24 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 	if len(deletes) > 0 {
 		res, err := table.DeleteRows(ctx, st.tx, deletes, m.writeOptions())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		st.del = res
 		rep.FilesRewritten, rep.DVsWritten = res.FilesRewritten, res.DVsWritten
 		rep.FilesRemoved += res.FilesRemoved + res.FilesRewritten
 		rep.FilesAdded += res.FilesAdded
 		rep.BytesWritten += res.BytesWritten
+	}
+	return pl, updates, nil
+}
+
+// stageKeyed plans the keyed modes (upsert, update, delete): prunes, matches, removes the matched
+// rows through table.DeleteRows and writes the updated rows. It returns the rows to insert.
+func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
+	p, rep := st.p, m.rep
+	pl, updates, err := m.matchAndRemove(ctx, st)
+	if err != nil {
+		return nil, err
 	}
 	if len(updates) > 0 {
 		track, err := st.wsnap.RowTracking()
@@ -377,7 +410,7 @@ func (m *merger) stageInserts(ctx context.Context, st *staged, inserts []int32) 
 	}
 	fp := fingerprint(inserts)
 	schema := st.wsnap.Metadata().SchemaString
-	if c := m.inserts; c != nil && c.abortFn != nil && c.fingerprint == fp && c.schema == schema {
+	if c := m.inserts; c != nil && c.abortFn != nil && !c.asIs && c.fingerprint == fp && c.schema == schema {
 		st.inserts = c
 	} else {
 		m.inserts.abort(ctx)
