@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 )
 
 // The shares of a maintain run start together, as an Indexed Job's pods do: share 0 waits for the others'
@@ -193,17 +193,10 @@ func TestMaintainCommand_RefusesShareFlagsWithoutTheirStep(t *testing.T) {
 // dataFiles lists the Parquet files under a local table, sorted.
 func dataFiles(t *testing.T, loc string) []string {
 	t.Helper()
-	var out []string
-	err := filepath.WalkDir(loc, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
-			out = append(out, path)
-		}
-		return err
-	})
+	out, err := tabletest.ParquetFiles(loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(out)
 	return out
 }
 

@@ -2,13 +2,13 @@ package merge
 
 import (
 	"errors"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/result"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
@@ -170,16 +170,9 @@ func TestUpsert_AsIsWritesEachRowOnceAndTargetDuplicatesAgain(t *testing.T) {
 // dataFiles lists the table directory's Parquet files.
 func dataFiles(t *testing.T, fx *fixture) []string {
 	t.Helper()
-	var out []string
-	err := filepath.WalkDir(filepath.Join(fx.dir, "table"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") && !strings.Contains(p, "_delta_log") {
-			out = append(out, p)
-		}
-		return err
-	})
+	out, err := tabletest.ParquetFiles(filepath.Join(fx.dir, "table"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(out)
 	return out
 }

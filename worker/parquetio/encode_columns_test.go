@@ -41,14 +41,9 @@ func flatTestRows(n int) []types.Struct {
 	return rows
 }
 
-// WriteColumns writes the same file content as Write for the same rows: values, nulls and the
-// exact statistics; a selection writes exactly the selected rows, in its order.
-func TestWriteColumns_SameRowsAndStatsAsWrite(t *testing.T) {
-	schema := flatTestSchema()
-	if !FlatSchema(schema) {
-		t.Fatal("the flat schema is not flat")
-	}
-	rows := flatTestRows(5000)
+// flatBatchOf appends rows to a new columnar batch of schema.
+func flatBatchOf(t *testing.T, schema *types.StructType, rows []types.Struct) *FlatBatch {
+	t.Helper()
 	batch := NewFlatBatch(schema, len(rows))
 	for _, row := range rows {
 		for i, f := range schema.Fields {
@@ -58,6 +53,18 @@ func TestWriteColumns_SameRowsAndStatsAsWrite(t *testing.T) {
 		}
 		batch.Rows++
 	}
+	return batch
+}
+
+// WriteColumns writes the same file content as Write for the same rows: values, nulls and the
+// exact statistics; a selection writes exactly the selected rows, in its order.
+func TestWriteColumns_SameRowsAndStatsAsWrite(t *testing.T) {
+	schema := flatTestSchema()
+	if !FlatSchema(schema) {
+		t.Fatal("the flat schema is not flat")
+	}
+	rows := flatTestRows(5000)
+	batch := flatBatchOf(t, schema, rows)
 	// Every row back as a logical value, as the row path holds it.
 	for r, row := range rows {
 		for i, f := range schema.Fields {
@@ -167,15 +174,7 @@ func TestWriteColumns_RefusesNullsInRequiredColumnsAndNestedSchemas(t *testing.T
 func TestWriteColumns_ParallelEncodingWritesTheSameFile(t *testing.T) {
 	schema := flatTestSchema()
 	rows := flatTestRows(3*parallelEncodeRound + 123)
-	batch := NewFlatBatch(schema, len(rows))
-	for _, row := range rows {
-		for i, f := range schema.Fields {
-			if err := batch.Cols[i].AppendValue(f.Type, row[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		batch.Rows++
-	}
+	batch := flatBatchOf(t, schema, rows)
 	write := func(opts WriterOptions, sel []int32) ([]byte, *WriteResult) {
 		t.Helper()
 		var buf memWriter
