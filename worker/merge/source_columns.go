@@ -58,6 +58,7 @@ func readBatchColumns(ctx context.Context, b Batch, schema *types.StructType, fo
 		if err != nil {
 			return nil, err
 		}
+		out.fileOf = slices.Grow(out.fileOf, out.cols.Rows-before)
 		for range out.cols.Rows - before {
 			out.fileOf = append(out.fileOf, int32(fi))
 		}

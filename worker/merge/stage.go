@@ -240,10 +240,18 @@ func (m *merger) matchAndRemove(ctx context.Context, st *staged) (*plan, []updat
 	var deletes []table.FileDeletes
 	var updates []update
 	for _, fm := range pl.touched {
-		bm := roaring64.New()
-		u := update{fm: fm}
+		// Positions arrive in file order: one AddMany builds the bitmap's containers in one pass.
+		positions := make([]uint64, len(fm.pos))
 		for n, pos := range fm.pos {
-			bm.Add(uint64(pos))
+			positions[n] = uint64(pos)
+		}
+		bm := roaring64.New()
+		bm.AddMany(positions)
+		u := update{fm: fm}
+		if m.o.Mode != Delete {
+			u.pos, u.src = make([]int64, 0, len(fm.pos)), make([]int32, 0, len(fm.pos))
+		}
+		for n, pos := range fm.pos {
 			s := fm.src[n]
 			if m.o.Mode == Delete || p.deleted[s] {
 				rep.RowsDeleted++
