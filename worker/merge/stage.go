@@ -56,6 +56,12 @@ type insertCache struct {
 	abortFn     func(context.Context) error
 }
 
+// reusable reports whether the cached files hold exactly the rows of fingerprint fp, in schema,
+// written by the same path (asIs: every written batch row, not only the inserted ones).
+func (c *insertCache) reusable(fp uint64, schema string, asIs bool) bool {
+	return c != nil && c.abortFn != nil && c.asIs == asIs && c.fingerprint == fp && c.schema == schema
+}
+
 func (c *insertCache) abort(ctx context.Context) {
 	if c != nil && c.abortFn != nil {
 		_ = c.abortFn(ctx)
@@ -418,8 +424,8 @@ func (m *merger) stageInserts(ctx context.Context, st *staged, inserts []int32) 
 	}
 	fp := fingerprint(inserts)
 	schema := st.wsnap.Metadata().SchemaString
-	if c := m.inserts; c != nil && c.abortFn != nil && !c.asIs && c.fingerprint == fp && c.schema == schema {
-		st.inserts = c
+	if m.inserts.reusable(fp, schema, false) {
+		st.inserts = m.inserts
 	} else {
 		m.inserts.abort(ctx)
 		m.inserts = nil
@@ -455,10 +461,6 @@ func (m *merger) stageInserts(ctx context.Context, st *staged, inserts []int32) 
 		st.inserts = &insertCache{fingerprint: fp, schema: schema, adds: adds, abortFn: abort}
 		m.inserts = st.inserts
 	}
-	st.tx.Add(st.inserts.adds...)
-	m.rep.FilesAdded += len(st.inserts.adds)
-	for _, a := range st.inserts.adds {
-		m.rep.BytesWritten += a.Size
-	}
+	m.addFiles(st, st.inserts.adds)
 	return nil
 }

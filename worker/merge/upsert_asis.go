@@ -69,7 +69,7 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	schema := st.wsnap.Metadata().SchemaString
 	fp := fingerprint(rows)
 	reuse := false
-	if c := m.inserts; c != nil && c.abortFn != nil && c.asIs && c.fingerprint == fp && c.schema == schema {
+	if m.inserts.reusable(fp, schema, true) {
 		reuse = true
 	} else {
 		m.inserts.abort(ctx)
@@ -114,11 +114,7 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	}
 	if m.inserts != nil {
 		st.inserts = m.inserts
-		st.tx.Add(m.inserts.adds...)
-		rep.FilesAdded += len(m.inserts.adds)
-		for _, a := range m.inserts.adds {
-			rep.BytesWritten += a.Size
-		}
+		m.addFiles(st, m.inserts.adds)
 	}
 	// Every matched source row was written once; a target key held twice needs its row again.
 	seen := make([]bool, p.src.len())
