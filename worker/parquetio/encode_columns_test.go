@@ -56,6 +56,35 @@ func flatBatchOf(t *testing.T, schema *types.StructType, rows []types.Struct) *F
 	return batch
 }
 
+// writeFlat writes the rows sel of batch (all when nil) with one WriteColumns call into a file in
+// memory and returns its bytes and result.
+func writeFlat(t *testing.T, schema *types.StructType, batch *FlatBatch, opts WriterOptions, sel []int32) ([]byte, *WriteResult) {
+	t.Helper()
+	var buf memWriter
+	w, err := NewWriter(&buf, schema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteColumns(batch, sel); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), res
+}
+
+// backwards selects every step-th row from the last one back: the selection and its rows.
+func backwards(rows []types.Struct, step int) ([]int32, []types.Struct) {
+	var sel []int32
+	var selRows []types.Struct
+	for r := len(rows) - 1; r >= 0; r -= step {
+		sel, selRows = append(sel, int32(r)), append(selRows, rows[r])
+	}
+	return sel, selRows
+}
+
 // WriteColumns writes the same file content as Write for the same rows: values, nulls and the
 // exact statistics; a selection writes exactly the selected rows, in its order.
 func TestWriteColumns_SameRowsAndStatsAsWrite(t *testing.T) {
@@ -98,15 +127,8 @@ func TestWriteColumns_SameRowsAndStatsAsWrite(t *testing.T) {
 		t.Errorf("WriteColumns wrote %d bytes that differ from Write's %d", buf.Len(), len(want))
 	}
 	// All rows in one call (sel nil).
-	var bufAll memWriter
-	wAll, _ := NewWriter(&bufAll, schema, opts)
-	if err := wAll.WriteColumns(batch, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wAll.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := readAll(t, openBytes(t, bufAll.Bytes()), schema, ReadOptions{}); fmt.Sprint(got) != fmt.Sprint(rows) {
+	all, _ := writeFlat(t, schema, batch, opts, nil)
+	if got := readAll(t, openBytes(t, all), schema, ReadOptions{}); fmt.Sprint(got) != fmt.Sprint(rows) {
 		t.Fatalf("one WriteColumns call: read back %d rows that differ from the %d written", len(got), len(rows))
 	}
 	got := readAll(t, openBytes(t, buf.Bytes()), schema, ReadOptions{})
@@ -119,21 +141,9 @@ func TestWriteColumns_SameRowsAndStatsAsWrite(t *testing.T) {
 	}
 
 	// A selection: every third row, backwards.
-	var sel []int32
-	var selRows []types.Struct
-	for r := len(rows) - 1; r >= 0; r -= 3 {
-		sel, selRows = append(sel, int32(r)), append(selRows, rows[r])
-	}
-	var buf2 memWriter
-	w2, _ := NewWriter(&buf2, schema, opts)
-	if err := w2.WriteColumns(batch, sel); err != nil {
-		t.Fatal(err)
-	}
-	res2, err := w2.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got2 := readAll(t, openBytes(t, buf2.Bytes()), schema, ReadOptions{})
+	sel, selRows := backwards(rows, 3)
+	buf2, res2 := writeFlat(t, schema, batch, opts, sel)
+	got2 := readAll(t, openBytes(t, buf2), schema, ReadOptions{})
 	if fmt.Sprint(got2) != fmt.Sprint(selRows) {
 		t.Fatalf("the selection read back differs (%d rows, want %d)", len(got2), len(selRows))
 	}
@@ -175,37 +185,17 @@ func TestWriteColumns_ParallelEncodingWritesTheSameFile(t *testing.T) {
 	schema := flatTestSchema()
 	rows := flatTestRows(3*parallelEncodeRound + 123)
 	batch := flatBatchOf(t, schema, rows)
-	write := func(opts WriterOptions, sel []int32) ([]byte, *WriteResult) {
-		t.Helper()
-		var buf memWriter
-		w, err := NewWriter(&buf, schema, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.WriteColumns(batch, sel); err != nil {
-			t.Fatal(err)
-		}
-		res, err := w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes(), res
-	}
-	serial, serialRes := write(WriterOptions{}, nil)
-	parallel, parallelRes := write(WriterOptions{EncodeWorkers: 4}, nil)
+	serial, serialRes := writeFlat(t, schema, batch, WriterOptions{}, nil)
+	parallel, parallelRes := writeFlat(t, schema, batch, WriterOptions{EncodeWorkers: 4}, nil)
 	if !bytes.Equal(serial, parallel) {
 		t.Errorf("one row group: the parallel encoder wrote %d bytes that differ from the serial one's %d", len(parallel), len(serial))
 	}
 	if fmt.Sprint(serialRes.Columns) != fmt.Sprint(parallelRes.Columns) {
 		t.Errorf("statistics differ:\n%v\n%v", parallelRes.Columns, serialRes.Columns)
 	}
-	var sel []int32
-	var selRows []types.Struct
-	for r := len(rows) - 1; r >= 0; r -= 2 {
-		sel, selRows = append(sel, int32(r)), append(selRows, rows[r])
-	}
+	sel, selRows := backwards(rows, 2)
 	for _, opts := range []WriterOptions{{EncodeWorkers: 3, RowGroupBytes: 64 << 10}, {EncodeWorkers: 2, RowGroupRows: 10_000}} {
-		b, res := write(opts, sel)
+		b, res := writeFlat(t, schema, batch, opts, sel)
 		f := openBytes(t, b)
 		if f.NumRowGroups() < 2 {
 			t.Fatalf("%+v: %d row group: the test must cross row groups", opts, f.NumRowGroups())
