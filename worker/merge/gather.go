@@ -75,9 +75,17 @@ func gatherColumns(src *srcRows, sel []int32, width int, from []types.Struct, mi
 	return out, nil
 }
 
-// writeColumns writes a columnar batch of table rows into new files with a writer of its own,
-// whose Abort the attempt keeps.
-func (m *merger) writeColumns(ctx context.Context, st *staged, b *parquetio.FlatBatch, what string) ([]*delta.AddFile, func(context.Context) error, error) {
+// writeColumns writes the batch rows sel (every row as it is when nil) into new files with a
+// writer of its own, whose Abort the attempt keeps; from and missing as for gatherColumns. what
+// names the rows in errors.
+func (m *merger) writeColumns(ctx context.Context, st *staged, sel []int32, from []types.Struct, missing [][]bool, what string) ([]*delta.AddFile, func(context.Context) error, error) {
+	b := &parquetio.FlatBatch{Rows: st.p.src.len(), Cols: st.p.src.cols.Cols[:st.width]}
+	if sel != nil {
+		var err error
+		if b, err = gatherColumns(st.p.src, sel, st.width, from, missing); err != nil {
+			return nil, nil, result.Refuse(result.ReasonBadFile, fmt.Errorf("%s: %w", what, err))
+		}
+	}
 	w, err := table.NewWriter(ctx, st.wsnap, m.writeOptions())
 	if err != nil {
 		return nil, nil, err

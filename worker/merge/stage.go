@@ -372,11 +372,7 @@ func (m *merger) stageKeyed(ctx context.Context, st *staged) ([]int32, error) {
 		}
 		rep.RowsUpdated = int64(len(sel))
 		if rtColumn == "" && columnarWrite(p.src, st.wsnap) {
-			b, err := gatherColumns(p.src, sel, st.width, from, missing)
-			if err != nil {
-				return nil, result.Refuse(result.ReasonBadFile, fmt.Errorf("write updated rows: %w", err))
-			}
-			adds, abort, err := m.writeColumns(ctx, st, b, "write updated rows")
+			adds, abort, err := m.writeColumns(ctx, st, sel, from, missing, "write updated rows")
 			if err != nil {
 				return nil, err
 			}
@@ -432,11 +428,8 @@ func (m *merger) stageInserts(ctx context.Context, st *staged, inserts []int32) 
 		var adds []*delta.AddFile
 		var abort func(context.Context) error
 		if columnarWrite(st.p.src, st.wsnap) {
-			b, err := gatherColumns(st.p.src, inserts, st.width, nil, nil)
-			if err != nil {
-				return result.Refuse(result.ReasonBadFile, fmt.Errorf("insert rows: %w", err))
-			}
-			if adds, abort, err = m.writeColumns(ctx, st, b, "insert rows"); err != nil {
+			var err error
+			if adds, abort, err = m.writeColumns(ctx, st, inserts, nil, nil, "insert rows"); err != nil {
 				return err
 			}
 		} else {

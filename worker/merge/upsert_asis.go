@@ -2,12 +2,9 @@ package merge
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
-	"github.com/deltakeeper/deltakeeper/worker/parquetio"
-	"github.com/deltakeeper/deltakeeper/worker/result"
 )
 
 // The common upsert — a CDC batch whose files carry every table column, into a table that keeps no
@@ -88,14 +85,7 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	} else {
 		go func() {
 			defer close(done)
-			var b *parquetio.FlatBatch
-			if rows == nil {
-				b = &parquetio.FlatBatch{Rows: count, Cols: p.src.cols.Cols[:st.width]}
-			} else if b, werr = gatherColumns(p.src, rows, st.width, nil, nil); werr != nil {
-				werr = result.Refuse(result.ReasonBadFile, fmt.Errorf("write upserted rows: %w", werr))
-				return
-			}
-			adds, abortFn, werr = m.writeColumns(wctx, st, b, "write upserted rows")
+			adds, abortFn, werr = m.writeColumns(wctx, st, rows, nil, nil, "write upserted rows")
 		}()
 	}
 	_, updates, err := m.matchAndRemove(ctx, st)
@@ -133,11 +123,7 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	}
 	rep.RowsInserted = int64(count - distinct)
 	if len(again) > 0 {
-		b, err := gatherColumns(p.src, again, st.width, nil, nil)
-		if err != nil {
-			return result.Refuse(result.ReasonBadFile, fmt.Errorf("write updated rows: %w", err))
-		}
-		more, abort, err := m.writeColumns(ctx, st, b, "write updated rows")
+		more, abort, err := m.writeColumns(ctx, st, again, nil, nil, "write updated rows")
 		if err != nil {
 			return err
 		}
