@@ -266,26 +266,48 @@ func (w *Writer) WriteColumns(b *FlatBatch, sel []int32) error {
 	if sel != nil {
 		total = len(sel)
 	}
+	// Rows go to the encoders in rounds, the row group checked between two: shredBatch rows one
+	// column after another, or with encodeWorkers on a large call parallelEncodeRound rows with the
+	// columns encoded side by side (they are independent until their row group closes, which happens
+	// between rounds, at the same row for every column).
+	round, workers := shredBatch, 1
 	if w.encodeWorkers > 1 && len(root.children) > 1 && total >= minParallelEncodeRows {
-		return w.writeColumnsParallel(b, sel, total)
+		round, workers = parallelEncodeRound, min(w.encodeWorkers, len(root.children))
 	}
+	errs := make([]error, len(root.children))
 	for pos := 0; pos < total; {
-		n := min(total-pos, shredBatch)
+		n := min(total-pos, round)
 		if w.rowGroupRows > 0 {
 			n = int(min(int64(n), w.rowGroupRows-w.rgRows))
 		}
-		var part []int32
-		lo, hi := pos, pos+n
-		if sel != nil {
-			part = sel[pos : pos+n]
-		}
-		for i, c := range root.children {
-			if err := w.stripe(&w.shred.batches[c.leaf], c, &b.Cols[i], part, lo, hi); err != nil {
-				w.err = fmt.Errorf("parquet writer: %w; the file is incomplete and must be discarded", err)
-				return w.err
+		if workers == 1 {
+			for i := range root.children {
+				if errs[i] = w.encodeRange(i, b, sel, pos, pos+n); errs[i] != nil {
+					break
+				}
 			}
+		} else {
+			next := make(chan int, len(root.children))
+			for i := range root.children {
+				next <- i
+			}
+			close(next)
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for i := range next {
+						errs[i] = w.encodeRange(i, b, sel, pos, pos+n)
+					}
+				})
+			}
+			wg.Wait()
 		}
-		if err := w.feed(int64(n)); err != nil {
+		if err := errors.Join(errs...); err != nil {
+			w.err = fmt.Errorf("parquet writer: %w; the file is incomplete and must be discarded", err)
+			return w.err
+		}
+		w.rgRows += int64(n)
+		if err := w.closeFullRowGroup(); err != nil {
 			w.err = err
 			return err
 		}
@@ -301,51 +323,6 @@ const (
 	minParallelEncodeRows = 4096
 	parallelEncodeRound   = 16 << 10
 )
-
-// writeColumnsParallel is WriteColumns with each column striped, encoded and compressed on its own
-// goroutine (at most encodeWorkers at once): columns are independent until their row group closes,
-// which happens between rounds, at the same row for every column.
-func (w *Writer) writeColumnsParallel(b *FlatBatch, sel []int32, total int) error {
-	root := w.schema.root
-	errs := make([]error, len(root.children))
-	for pos := 0; pos < total; {
-		n := min(total-pos, parallelEncodeRound)
-		if w.rowGroupRows > 0 {
-			n = int(min(int64(n), w.rowGroupRows-w.rgRows))
-		}
-		next := make(chan int, len(root.children))
-		for i := range root.children {
-			next <- i
-		}
-		close(next)
-		var wg sync.WaitGroup
-		for range min(w.encodeWorkers, len(root.children)) {
-			wg.Go(func() {
-				for i := range next {
-					errs[i] = w.encodeRange(i, b, sel, pos, pos+n)
-				}
-			})
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			w.err = fmt.Errorf("parquet writer: %w; the file is incomplete and must be discarded", err)
-			return w.err
-		}
-		w.rgRows += int64(n)
-		var buffered int64
-		for _, e := range w.encs {
-			buffered += e.bufferedBytes()
-		}
-		if buffered >= w.rowGroupBytes || (w.rowGroupRows > 0 && w.rgRows >= w.rowGroupRows) {
-			if err := w.flushRowGroup(); err != nil {
-				w.err = err
-				return err
-			}
-		}
-		pos += n
-	}
-	return nil
-}
 
 // encodeRange stripes and encodes the rows [lo, hi) of WriteColumns' selection into column i's
 // encoder, shredBatch rows at a time.

@@ -177,15 +177,22 @@ func (w *Writer) Write(rows []types.Struct) error {
 
 // feed hands the shredded batches to the encoders and closes the row group when it is large enough.
 func (w *Writer) feed(rows int64) error {
-	var buffered int64
 	for i, e := range w.encs {
 		if err := e.write(&w.shred.batches[i]); err != nil {
 			return fmt.Errorf("parquet writer: %w", err)
 		}
 		w.shred.batches[i].reset()
-		buffered += e.bufferedBytes()
 	}
 	w.rgRows += rows
+	return w.closeFullRowGroup()
+}
+
+// closeFullRowGroup writes the row group once its encoded bytes or its rows reach their cap.
+func (w *Writer) closeFullRowGroup() error {
+	var buffered int64
+	for _, e := range w.encs {
+		buffered += e.bufferedBytes()
+	}
 	if buffered >= w.rowGroupBytes || (w.rowGroupRows > 0 && w.rgRows >= w.rowGroupRows) {
 		return w.flushRowGroup()
 	}
