@@ -52,6 +52,7 @@ type insertCache struct {
 	fingerprint uint64
 	schema      string
 	asIs        bool // every written row of the batch (stageUpsertAsIs), not only the inserted ones
+	copied      bool // written by copying the batch files' pages (copyBatchPages)
 	adds        []*delta.AddFile
 	abortFn     func(context.Context) error
 }

@@ -75,6 +75,7 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	var (
 		adds    []*delta.AddFile
 		abortFn func(context.Context) error
+		copied  bool
 		werr    error
 	)
 	done := make(chan struct{})
@@ -85,6 +86,11 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	} else {
 		go func() {
 			defer close(done)
+			if rows == nil {
+				if adds, abortFn, copied, werr = m.copyBatchPages(wctx, st); copied || werr != nil {
+					return
+				}
+			}
 			adds, abortFn, werr = m.writeColumns(wctx, st, rows, nil, nil, "write upserted rows")
 		}()
 	}
@@ -94,7 +100,7 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	}
 	<-done
 	if !reuse && werr == nil && abortFn != nil {
-		m.inserts = &insertCache{fingerprint: fp, schema: schema, asIs: true, adds: adds, abortFn: abortFn}
+		m.inserts = &insertCache{fingerprint: fp, schema: schema, asIs: true, copied: copied, adds: adds, abortFn: abortFn}
 	}
 	if err != nil {
 		return err
@@ -105,6 +111,9 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	if m.inserts != nil {
 		st.inserts = m.inserts
 		m.addFiles(st, m.inserts.adds)
+		if m.inserts.copied {
+			rep.FilesCopied = len(m.inserts.adds)
+		}
 	}
 	// Every matched source row was written once; a target key held twice needs its row again.
 	seen := make([]bool, p.src.len())

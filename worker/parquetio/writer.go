@@ -91,9 +91,11 @@ type WriteResult struct {
 // file is incomplete: every later call returns the error and the caller should abort its storage write.
 type Writer struct {
 	fw            *fileWriter
+	deltaSchema   *types.StructType
 	schema        *outputSchema
 	cfg           *encoderConfig
 	encs          []*columnEncoder
+	copiers       []*columnEncoder // CopyPages' encoders (dictionary off), made on first use
 	shred         *shredder
 	stats         []leafStats
 	rgRows        int64
@@ -117,6 +119,7 @@ func NewWriter(w io.Writer, schema *types.StructType, opts WriterOptions) (*Writ
 	}
 	wr := &Writer{
 		fw:            newFileWriter(w, out, cfg.codecID),
+		deltaSchema:   schema,
 		schema:        out,
 		cfg:           cfg,
 		shred:         newShredder(out),

@@ -19,6 +19,9 @@ type Merge struct {
 	FilesRemoved           int `json:"filesRemoved"`
 	FilesAdded             int `json:"filesAdded"`
 	DVsWritten             int `json:"dvsWritten"`
+	// FilesCopied of the FilesAdded are batch files whose stored pages were copied as they are,
+	// not encoded again (an upsert writing every batch row unchanged).
+	FilesCopied int `json:"filesCopied,omitempty"`
 	// Rows: SourceRows read from the batch (after --order-by deduplication: SourceRowsDeduplicated
 	// fewer); RowsMatched target rows matched a source row; of them RowsUpdated were replaced and
 	// RowsDeleted removed; RowsInserted are new rows; RowsCopied are unmodified rows copy-on-write

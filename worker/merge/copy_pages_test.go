@@ -1,0 +1,151 @@
+package merge
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
+	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/types"
+)
+
+// parquetBatch writes each row set as one Parquet file of baseSchema (with codec) into a fresh
+// directory and lists it as a batch.
+func (fx *fixture) parquetBatch(codec string, files ...[]types.Struct) Batch {
+	fx.t.Helper()
+	fx.n++
+	dir := filepath.Join(fx.dir, fmt.Sprintf("src%d", fx.n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fx.t.Fatal(err)
+	}
+	for n, rows := range files {
+		fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%d.parquet", n)))
+		if err != nil {
+			fx.t.Fatal(err)
+		}
+		w, err := parquetio.NewWriter(fh, baseSchema(), parquetio.WriterOptions{Codec: codec, PageRows: 1000, RowGroupRows: 3000})
+		if err != nil {
+			fx.t.Fatal(err)
+		}
+		if err := w.Write(rows); err != nil {
+			fx.t.Fatal(err)
+		}
+		if _, err := w.Close(); err != nil {
+			fx.t.Fatal(err)
+		}
+		if err := fh.Close(); err != nil {
+			fx.t.Fatal(err)
+		}
+	}
+	b, err := ListBatch(fx.t.Context(), dir, storage.Config{})
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return b
+}
+
+// newStats is the statistics of the data files the latest commit added that were not live before.
+func (fx *fixture) newStats(before map[string]bool) []string {
+	fx.t.Helper()
+	var out []string
+	for _, f := range fx.latest().Files() {
+		if !before[f.Path] {
+			out = append(out, f.Stats)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (fx *fixture) livePaths() map[string]bool {
+	live := map[string]bool{}
+	for _, f := range fx.latest().Files() {
+		live[f.Path] = true
+	}
+	return live
+}
+
+// TestUpsert_CopiesTheBatchFilePagesWithTheEncodersStatistics: an upsert writing every row of a
+// one-file Parquet batch as it is copies the file's pages (FilesCopied) and leaves a table whose rows
+// and new file statistics equal what the encoder writes for the same batch stored in another codec
+// (which cannot be copied); a batch of several small files goes through the encoder.
+func TestUpsert_CopiesTheBatchFilePagesWithTheEncodersStatistics(t *testing.T) {
+	target := make([]types.Struct, 0, 4000)
+	for id := range int64(4000) {
+		target = append(target, row(id*2, id, []string{"a", "b"}[id%2]))
+	}
+	batch := make([]types.Struct, 0, 7000)
+	for k := range int64(7000) {
+		id := k*3 - 500 // some below, among and above the target's ids
+		var name types.Value = fmt.Sprintf("new-%d", id)
+		if k%13 == 0 {
+			name = nil
+		}
+		batch = append(batch, types.Struct{id, name, -k, []string{"x", "a"}[k%2]})
+	}
+	for _, dv := range []bool{true, false} {
+		t.Run(fmt.Sprintf("deletion vectors %v", dv), func(t *testing.T) {
+			props := map[string]string{"delta.enableDeletionVectors": fmt.Sprint(dv)}
+			fo, err := format.ParseOptions("parquet", nil, format.FailOnNewColumns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Mode: Upsert, Keys: []string{"id"}, Format: fo}
+			results := map[string][]string{}
+			var tables [][]string
+			for _, codec := range []string{"zstd", "snappy"} {
+				fx := newFixture(t, nil, props)
+				fx.appendFile(target[:2500]...)
+				fx.appendFile(target[2500:]...)
+				before := fx.livePaths()
+				rep := fx.merge(fx.parquetBatch(codec, batch), o)
+				if wantCopied := map[string]int{"zstd": 1, "snappy": 0}[codec]; rep.FilesCopied != wantCopied {
+					t.Fatalf("%s batch: %d files copied, want %d (%+v)", codec, rep.FilesCopied, wantCopied, rep)
+				}
+				if rep.RowsUpdated+rep.RowsInserted != int64(len(batch)) || rep.RowsUpdated == 0 || rep.RowsInserted == 0 {
+					t.Fatalf("%s batch: %+v", codec, rep)
+				}
+				results[codec] = fx.newStats(before)
+				tables = append(tables, fx.rows())
+			}
+			if !slices.Equal(tables[0], tables[1]) {
+				t.Fatal("the table after the copied upsert differs from the table after the encoded one")
+			}
+			// With deletion vectors the batch's file is the only new one; copy-on-write adds the
+			// rewritten target files too (written alike by both).
+			if (dv && len(results["zstd"]) != 1) || !slices.Equal(results["zstd"], results["snappy"]) {
+				t.Fatalf("new file statistics differ:\ncopied  %v\nencoded %v", results["zstd"], results["snappy"])
+			}
+			// The model: the target without the batch's keys, plus the batch.
+			keys := map[int64]bool{}
+			for _, r := range batch {
+				keys[r[0].(int64)] = true
+			}
+			var model []types.Struct
+			for _, r := range target {
+				if !keys[r[0].(int64)] {
+					model = append(model, r)
+				}
+			}
+			if got, exp := tables[0], want(append(model, batch...)...); !slices.Equal(got, exp) {
+				t.Fatalf("the table holds %d rows, the model %d (or other rows)", len(got), len(exp))
+			}
+		})
+	}
+
+	// Several small files: one new file through the encoder, not one per batch file.
+	fx := newFixture(t, nil, map[string]string{"delta.enableDeletionVectors": "true"})
+	fx.appendFile(target...)
+	fo, err := format.ParseOptions("parquet", nil, format.FailOnNewColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := fx.merge(fx.parquetBatch("zstd", batch[:3000], batch[3000:]), Options{Mode: Upsert, Keys: []string{"id"}, Format: fo})
+	if rep.FilesCopied != 0 || rep.FilesAdded != 1 {
+		t.Fatalf("a batch of two small files: %d copied, %d added; want 0 and 1", rep.FilesCopied, rep.FilesAdded)
+	}
+}
