@@ -16,9 +16,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deltakeeper/deltakeeper/cmd/deltakeeper/internal/initgc"
 	"github.com/deltakeeper/deltakeeper/kubectlplugin"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 )
+
+// The collector was paused while the libraries initialized (initgc); package main initializes last,
+// also in its test binary.
+func init() { initgc.Restore() }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
