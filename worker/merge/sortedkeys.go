@@ -191,6 +191,16 @@ func (sk *sortedKeys) anyLong(r colRange) bool {
 	return anyBetween(sk.longs, lo, hasLo, hi, hasHi)
 }
 
+// longsIn counts the distinct integer keys within [lo, hi] (sortedLongs only).
+func (sk *sortedKeys) longsIn(lo, hi int64) int {
+	start, _ := slices.BinarySearch(sk.longs, lo)
+	end, found := slices.BinarySearch(sk.longs, hi)
+	if found {
+		end++
+	}
+	return max(end-start, 0)
+}
+
 func (sk *sortedKeys) anyString(r colRange) bool {
 	lo, hasLo := bytesValue(r.lo)
 	hi, hasHi := bytesValue(r.hi)

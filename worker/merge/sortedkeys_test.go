@@ -90,3 +90,15 @@ func TestSortedKeys_EveryFormFindsExactlyTheTuplesInRange(t *testing.T) {
 		}
 	}
 }
+
+func TestSortedKeys_LongsInCountsTheKeysOfARange(t *testing.T) {
+	sk := &sortedKeys{kind: sortedLongs, longs: []int64{-5, 0, 3, 4, 9, 20}}
+	for _, c := range []struct {
+		lo, hi int64
+		want   int
+	}{{-10, 100, 6}, {0, 4, 3}, {1, 2, 0}, {4, 4, 1}, {5, 19, 1}, {21, 30, 0}, {9, 3, 0}} {
+		if got := sk.longsIn(c.lo, c.hi); got != c.want {
+			t.Errorf("longsIn(%d, %d) = %d, want %d", c.lo, c.hi, got, c.want)
+		}
+	}
+}
