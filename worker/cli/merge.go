@@ -149,7 +149,7 @@ func mergeCommand(e *env, location string, f *mergeFlags, batchSet bool) (*resul
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tbl.Latest(e.ctx); err != nil {
+	if o.Snapshot, err = tbl.Latest(e.ctx); err != nil {
 		return nil, tableError(err)
 	}
 	batch, err := merge.ListBatch(e.ctx, f.source, o.Storage)

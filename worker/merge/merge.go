@@ -71,9 +71,12 @@ func (m *merger) run(ctx context.Context) error {
 // attempt plans and commits on the latest snapshot. done=false asks for another attempt: new
 // columns were found (addNewColumns) or a concurrent commit invalidated the plan.
 func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
-	snap, err := m.tbl.Latest(ctx)
-	if err != nil {
-		return false, err
+	snap := m.o.Snapshot
+	if attempt > 1 || snap == nil {
+		var err error
+		if snap, err = m.tbl.Latest(ctx); err != nil {
+			return false, err
+		}
 	}
 	kind := delta.OpMerge
 	if m.o.Mode == Append {

@@ -176,3 +176,23 @@ func dataFiles(t *testing.T, fx *fixture) []string {
 	}
 	return out
 }
+
+// TestRun_PlansFirstOnTheGivenSnapshotAndAgainWhenItIsStale: Options.Snapshot saves the first
+// attempt a log replay; given a snapshot that a later append made stale, the merge still sees that
+// append's rows (its commit conflicts, and the next attempt plans on the newest version).
+func TestRun_PlansFirstOnTheGivenSnapshotAndAgainWhenItIsStale(t *testing.T) {
+	fx := newFixture(t, nil, map[string]string{"delta.enableDeletionVectors": "true"})
+	fx.appendFile(row(1, 1, "a"), row(2, 2, "a"))
+	stale := fx.latest()
+	fx.appendFile(row(3, 3, "a"))
+	rep := fx.merge(fx.source(`{"id":3,"name":"three","v":30,"p":"a"}`, `{"id":4,"name":"four","v":40,"p":"a"}`),
+		Options{Mode: Upsert, Keys: []string{"id"}, Snapshot: stale})
+	fx.expectRows(row(1, 1, "a"), row(2, 2, "a"), types.Struct{int64(3), "three", int64(30), "a"}, types.Struct{int64(4), "four", int64(40), "a"})
+	if rep.Attempts != 2 || rep.RowsUpdated != 1 || rep.RowsInserted != 1 {
+		t.Fatalf("%+v: want a second attempt on the newest version, updating id 3 and inserting id 4", rep)
+	}
+	rep = fx.merge(fx.source(`{"id":5,"name":"five","v":50,"p":"a"}`), Options{Mode: Upsert, Keys: []string{"id"}, Snapshot: fx.latest()})
+	if rep.Attempts != 1 || rep.RowsInserted != 1 {
+		t.Fatalf("%+v: want one attempt on the given, current snapshot", rep)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
@@ -61,6 +62,9 @@ const DefaultMaxReplans = 8
 // Options configure one merge.
 type Options struct {
 	Mode Mode
+	// Snapshot, when set, is the table's latest snapshot as the caller just loaded it: the first
+	// attempt plans on it instead of replaying the log again (later attempts load the newest).
+	Snapshot *delta.Snapshot
 	// Format reads the source files (format, reader options, schema evolution: addNewColumns adds
 	// source columns to the table, failOnNewColumns refuses them, none drops them).
 	Format format.Options

@@ -244,99 +244,100 @@ func (e *columnEncoder) storedPage(h *format.PageHeader, body []byte) ([]byte, e
 // NaN left out of the bounds (and flagged), byte arrays in the leaf's order.
 func flatPageInfo(leaf *leafDesc, col *FlatColumn, from, n int) pageInfo {
 	info := pageInfo{numValues: n}
-	null := func(int) bool { return false }
+	var null []bool
 	if len(col.Null) > 0 {
-		null = func(r int) bool { return col.Null[r] }
-		for r := from; r < from+n; r++ {
-			if col.Null[r] {
+		null = col.Null[from : from+n]
+		for _, isNull := range null {
+			if isNull {
 				info.nulls++
 			}
+		}
+		if info.nulls == 0 {
+			null = nil
 		}
 	}
 	if info.nulls == n || leaf.order == orderNone {
 		return info
 	}
-	var pb pageBounds
 	switch leaf.phys {
 	case format.Boolean:
-		pb = fixedBounds(col.Bool[from:from+n], from, null, func(a, b bool) bool { return !a && b })
+		info.bounds = boolBounds(col.Bool[from:from+n], null)
 	case format.Int32:
-		pb = fixedBounds(col.I32[from:from+n], from, null, func(a, b int32) bool { return a < b })
+		info.bounds = fixedBounds(col.I32[from:from+n], null)
 	case format.Int64:
-		pb = fixedBounds(col.I64[from:from+n], from, null, func(a, b int64) bool { return a < b })
+		info.bounds = fixedBounds(col.I64[from:from+n], null)
 	case format.Float:
-		pb = fixedBounds(col.F32[from:from+n], from, null, func(a, b float32) bool { return a < b })
+		info.bounds = fixedBounds(col.F32[from:from+n], null)
 	case format.Double:
-		pb = fixedBounds(col.F64[from:from+n], from, null, func(a, b float64) bool { return a < b })
+		info.bounds = fixedBounds(col.F64[from:from+n], null)
 	default:
-		for r := from; r < from+n; r++ {
-			if null(r) {
-				continue
-			}
-			v := col.Bin[col.Off[r]:col.Off[r+1]]
-			switch {
-			case !pb.ok:
-				pb.min, pb.max, pb.ok = v, v, true
-			case compareBytes(leaf.order, v, pb.min) < 0:
-				pb.min = v
-			case compareBytes(leaf.order, v, pb.max) > 0:
-				pb.max = v
-			}
-		}
-		if pb.ok {
-			pb.min, pb.max = bytes.Clone(pb.min), bytes.Clone(pb.max)
-		}
+		info.bounds = bytesBounds(leaf.order, col.Bin, col.Off[from:from+n+1], null)
 	}
-	info.bounds = pb
 	return info
 }
 
-// fixedBounds is the bounds of vals (rows from… of a column) without its nulls and NaNs.
-func fixedBounds[T bool | int32 | int64 | float32 | float64](vals []T, from int, null func(int) bool, less func(a, b T) bool) pageBounds {
+// fixedBounds is the bounds of vals without the nulls (null, when not nil, flags them) and NaNs.
+func fixedBounds[T int32 | int64 | float32 | float64](vals []T, null []bool) pageBounds {
 	var lo, hi T
 	var pb pageBounds
 	for k, v := range vals {
-		if null(from + k) {
+		if null != nil && null[k] {
 			continue
 		}
 		if v != v { //nolint:gocritic // v != v is the NaN test for the float types
 			pb.nan = true
 			continue
 		}
-		switch {
-		case !pb.ok:
+		if !pb.ok {
 			lo, hi, pb.ok = v, v, true
-		case less(v, lo):
+			continue
+		}
+		if v < lo {
 			lo = v
-		case less(hi, v):
+		}
+		if v > hi {
 			hi = v
 		}
 	}
 	if pb.ok {
-		pb.min, pb.max = plainStat(lo), plainStat(hi)
+		pb.min, pb.max = plainFixed(lo), plainFixed(hi)
 	}
 	return pb
 }
 
-func plainStat[T bool | int32 | int64 | float32 | float64](v T) []byte {
-	switch x := any(v).(type) {
-	case bool:
-		return boolStat(x)
-	case int32:
-		return plainFixed(x)
-	case int64:
-		return plainFixed(x)
-	case float32:
-		return plainFixed(x)
-	case float64:
-		return plainFixed(x)
+func boolBounds(vals []bool, null []bool) pageBounds {
+	seen := [2]bool{}
+	for k, v := range vals {
+		if null == nil || !null[k] {
+			seen[boolInt(v)] = true
+		}
 	}
-	return nil
+	pb := pageBounds{ok: seen[0] || seen[1]}
+	if pb.ok {
+		pb.min, pb.max = []byte{byte(boolInt(!seen[0]))}, []byte{byte(boolInt(seen[1]))}
+	}
+	return pb
 }
 
-func boolStat(b bool) []byte {
-	if b {
-		return []byte{1}
+// bytesBounds is the bounds of the values bin[off[k]:off[k+1]] without the nulls.
+func bytesBounds(order orderKind, bin []byte, off []uint32, null []bool) pageBounds {
+	var pb pageBounds
+	for k := range len(off) - 1 {
+		if null != nil && null[k] {
+			continue
+		}
+		v := bin[off[k]:off[k+1]]
+		switch {
+		case !pb.ok:
+			pb.min, pb.max, pb.ok = v, v, true
+		case compareBytes(order, v, pb.min) < 0:
+			pb.min = v
+		case compareBytes(order, v, pb.max) > 0:
+			pb.max = v
+		}
 	}
-	return []byte{0}
+	if pb.ok {
+		pb.min, pb.max = bytes.Clone(pb.min), bytes.Clone(pb.max)
+	}
+	return pb
 }
