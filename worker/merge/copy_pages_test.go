@@ -1,14 +1,18 @@
 package merge
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
+	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
@@ -147,5 +151,62 @@ func TestUpsert_CopiesTheBatchFilePagesWithTheEncodersStatistics(t *testing.T) {
 	rep := fx.merge(fx.parquetBatch("zstd", batch[:3000], batch[3000:]), Options{Mode: Upsert, Keys: []string{"id"}, Format: fo})
 	if rep.FilesCopied != 0 || rep.FilesAdded != 1 {
 		t.Fatalf("a batch of two small files: %d copied, %d added; want 0 and 1", rep.FilesCopied, rep.FilesAdded)
+	}
+}
+
+// TestUpsert_AColumnReadAfterPlanningFailsTheMergeAndLeavesNothing: the batch columns that planning
+// does not need are read while the merge plans (readBatch's first); a corrupt page among them
+// refuses the merge as a bad file, after the match has written deletion vectors, and leaves the
+// table and its directory as they were.
+func TestUpsert_AColumnReadAfterPlanningFailsTheMergeAndLeavesNothing(t *testing.T) {
+	fx := newFixture(t, nil, map[string]string{"delta.enableDeletionVectors": "true"})
+	var target, batch []types.Struct
+	for id := range int64(3000) {
+		target = append(target, row(id, id, "a"))
+		batch = append(batch, types.Struct{id * 2, fmt.Sprintf("b%d", id), id, fmt.Sprintf("zz-%04d", id)})
+	}
+	fx.appendFile(target...)
+	b := fx.parquetBatch("uncompressed", batch)
+	path := filepath.Join(fx.dir, fmt.Sprintf("src%d", fx.n), "part-0.parquet")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The length prefix of one PLAIN string of column p (uncompressed: the bytes are visible).
+	at := bytes.LastIndex(data, []byte("zz-1777"))
+	if at < 4 {
+		t.Fatal("the batch file does not hold the value to corrupt")
+	}
+	copy(data[at-4:at], []byte{0xff, 0xff, 0xff, 0x7f})
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := fx.rows()
+	entries := func() []string {
+		var names []string
+		des, err := os.ReadDir(filepath.Join(fx.dir, "table"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, de := range des {
+			names = append(names, de.Name())
+		}
+		return names
+	}
+	dirBefore := entries()
+	fo, err := format.ParseOptions("parquet", nil, format.FailOnNewColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fx.tryMerge(b, Options{Mode: Upsert, Keys: []string{"id"}, Format: fo})
+	var re *result.Error
+	if !errors.As(err, &re) || re.Reason != result.ReasonBadFile || !strings.Contains(err.Error(), "part-0.parquet") {
+		t.Fatalf("merge of a batch with a corrupt column: %v; want a bad-file refusal naming the file", err)
+	}
+	if after := fx.rows(); !slices.Equal(before, after) {
+		t.Fatal("the failed merge changed the table's rows")
+	}
+	if after := entries(); !slices.Equal(dirBefore, after) {
+		t.Fatalf("the failed merge left files: before %v, after %v", dirBefore, after)
 	}
 }

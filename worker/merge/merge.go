@@ -117,17 +117,13 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 		return false, err
 	}
 	if m.src == nil || m.srcFor != wsnap.Metadata().SchemaString {
-		src, err := readBatch(ctx, m.batch, readSchema, &m.o.Format, m.o.rowsOnly)
+		src, err := readBatch(ctx, m.batch, readSchema, &m.o.Format, m.o.rowsOnly, m.planColumns(readSchema, wsnap))
 		var nce *format.NewColumnsError
 		if errors.As(err, &nce) {
 			return false, m.onNewColumns(nce)
 		}
 		if err != nil {
-			var bad *format.Error
-			if errors.As(err, &bad) {
-				return false, result.Refuse(result.ReasonBadFile, fmt.Errorf("%w; nothing was committed", err))
-			}
-			return false, err
+			return false, batchError(err)
 		}
 		m.src, m.srcFor = src, wsnap.Metadata().SchemaString
 		if m.o.batchRead != nil {
@@ -190,6 +186,42 @@ func (m *merger) attempt(ctx context.Context, attempt int) (bool, error) {
 	m.rep.Version = int64(res.Version)
 	m.inserts = nil
 	return true, nil
+}
+
+// batchError is a failed batch read as the merge reports it.
+func batchError(err error) error {
+	var bad *format.Error
+	if errors.As(err, &bad) {
+		return result.Refuse(result.ReasonBadFile, fmt.Errorf("%w; nothing was committed", err))
+	}
+	return err
+}
+
+// planColumns are the batch columns that planning reads — keys, the delete marker, the ordering
+// column, partition columns — which the batch read returns with before the others (readBatch's
+// first); nil when one is not in the read schema (then everything is read first).
+func (m *merger) planColumns(schema *types.StructType, wsnap *delta.Snapshot) []int {
+	if len(m.o.Keys) == 0 {
+		return nil // no plan to start on: every column is needed at once
+	}
+	names := slices.Concat(m.o.Keys, wsnap.Metadata().PartitionColumns)
+	if m.o.DeleteColumn != "" {
+		names = append(names, m.o.DeleteColumn)
+	}
+	if m.o.OrderBy != "" {
+		names = append(names, m.o.OrderBy)
+	}
+	var idx []int
+	for _, n := range names {
+		i := columnIndex(schema, n)
+		if i < 0 {
+			return nil
+		}
+		if !slices.Contains(idx, i) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // evolve adds the new columns found so far (addNewColumns) to the write schema.

@@ -82,6 +82,18 @@ type srcRows struct {
 	fileOf   []int32  // file index of each row
 	present  [][]bool // per file, per schema column
 	files    []string // URIs, for messages
+	// rest, when set, is the columns still being read (readBatchColumns' first): the others are
+	// complete, and every column once await returns.
+	rest *restColumns
+}
+
+// await waits until every column is read, and returns the read's error.
+func (s *srcRows) await() error {
+	if s.rest == nil {
+		return nil
+	}
+	<-s.rest.done
+	return s.rest.err
 }
 
 // len is the number of rows.
@@ -143,6 +155,7 @@ func (s *srcRows) row(n int) types.Struct {
 	if s.cols == nil {
 		return s.rows[n]
 	}
+	_ = s.await() // a failed read is reported by the path that needs the columns
 	r := make(types.Struct, len(s.cols.Cols))
 	for i := range r {
 		r[i] = s.value(n, i)
@@ -153,9 +166,12 @@ func (s *srcRows) row(n int) types.Struct {
 // readBatch reads every row of the batch into schema: as columns when the schema is flat and every
 // file can be read so, otherwise as rows. New columns come back as *format.NewColumnsError (the
 // caller evolves and reads again, or refuses).
-func readBatch(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options, rowsOnly bool) (*srcRows, error) {
+//
+// first, when not nil, names the columns (schema indices) the merge plans with: a Parquet batch read
+// as columns returns once they are read, and the others follow (srcRows.await).
+func readBatch(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options, rowsOnly bool, first []int) (*srcRows, error) {
 	if !rowsOnly && columnarRead(schema, fo) {
-		out, err := readBatchColumns(ctx, b, schema, fo)
+		out, err := readBatchColumns(ctx, b, schema, fo, first)
 		if !errors.Is(err, errNotColumnar) {
 			return out, err
 		}

@@ -35,12 +35,28 @@ func columnarRead(schema *types.StructType, fo *format.Options) bool {
 }
 
 // readBatchColumns reads every row of the batch into one columnar batch of schema, with the same
-// errors as readBatch; errNotColumnar when a file cannot be read so (nothing is kept then).
-func readBatchColumns(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options) (*srcRows, error) {
+// errors as readBatch; errNotColumnar when a file cannot be read so (nothing is kept then). With
+// first (schema indices), a Parquet batch has only those columns read when it returns; the others
+// are read on a goroutine while the merge plans on the first ones (srcRows.await).
+func readBatchColumns(ctx context.Context, b Batch, schema *types.StructType, fo *format.Options, first []int) (*srcRows, error) {
 	out := &srcRows{cols: parquetio.NewFlatBatch(schema, 0)}
 	for _, f := range schema.Fields {
 		out.colTypes, out.colNames = append(out.colTypes, f.Type), append(out.colNames, f.Name)
 	}
+	var rest []int
+	if first != nil && fo.Format == format.Parquet {
+		for i := range schema.Fields {
+			if !slices.Contains(first, i) {
+				rest = append(rest, i)
+			}
+		}
+	}
+	var later []*parquetColumns
+	defer func() {
+		for _, pc := range later {
+			pc.close()
+		}
+	}()
 	for fi, f := range b.Files {
 		uri := storage.URI(b.Store, f.Key)
 		out.files = append(out.files, uri)
@@ -50,10 +66,19 @@ func readBatchColumns(ctx context.Context, b Batch, schema *types.StructType, fo
 		}
 		out.present = append(out.present, present)
 		before := out.cols.Rows
-		if fo.Format == format.Parquet {
-			err = readParquetColumns(ctx, b.Store, f, uri, schema, fo, out.cols)
-		} else {
+		switch {
+		case fo.Format != format.Parquet:
 			err = readTextColumns(ctx, b.Store, f, uri, schema, fo, out.cols)
+		case rest != nil:
+			var pc *parquetColumns
+			if pc, err = openParquetColumns(ctx, b.Store, f, uri, schema, fo); err == nil {
+				later = append(later, pc)
+				if err = pc.readable(ctx, rest); err == nil {
+					err = pc.read(ctx, first, out.cols)
+				}
+			}
+		default:
+			err = readParquetColumns(ctx, b.Store, f, uri, schema, fo, out.cols)
 		}
 		if err != nil {
 			return nil, err
@@ -63,7 +88,33 @@ func readBatchColumns(ctx context.Context, b Batch, schema *types.StructType, fo
 			out.fileOf = append(out.fileOf, int32(fi))
 		}
 	}
+	if rest != nil {
+		out.rest = readLater(ctx, later, rest, out.cols)
+		later = nil // closed by readLater
+	}
 	return out, nil
+}
+
+// restColumns are the batch columns read after readBatchColumns returned.
+type restColumns struct {
+	done chan struct{}
+	err  error
+}
+
+// readLater reads columns idx of every file (their rows already counted in dst.Rows) on a
+// goroutine, and closes the files.
+func readLater(ctx context.Context, files []*parquetColumns, idx []int, dst *parquetio.FlatBatch) *restColumns {
+	rc := &restColumns{done: make(chan struct{})}
+	go func() {
+		defer close(rc.done)
+		for _, pc := range files {
+			if rc.err == nil {
+				rc.err = pc.read(ctx, idx, dst)
+			}
+			pc.close()
+		}
+	}()
+	return rc
 }
 
 // readTextColumns appends a CSV or JSON file's rows through its column reader.
@@ -126,33 +177,63 @@ func appendFlatBatch(dst, b *parquetio.FlatBatch) {
 // exact name, else case-insensitively (each stored column taken once), absent ones null, stored
 // columns the table lacks reported as new columns unless the evolution mode drops them.
 func readParquetColumns(ctx context.Context, store storage.Store, sf source.File, uri string, schema *types.StructType, fo *format.Options, dst *parquetio.FlatBatch) error {
+	pc, err := openParquetColumns(ctx, store, sf, uri, schema, fo)
+	if err != nil {
+		return err
+	}
+	defer pc.close()
+	return pc.read(ctx, identity(len(schema.Fields)), dst)
+}
+
+// parquetColumns is one open Parquet batch file, projected on the schema.
+type parquetColumns struct {
+	ra     storage.ReaderAt
+	f      *parquetio.File
+	uri    string
+	schema *types.StructType
+	proj   *types.StructType // schema's fields under the names the file stores them
+	rows   int64             // rows read by the first read (-1 before it)
+}
+
+// openParquetColumns opens a batch file and projects the schema on its columns, with
+// readParquetColumns' errors.
+func openParquetColumns(ctx context.Context, store storage.Store, sf source.File, uri string, schema *types.StructType, fo *format.Options) (*parquetColumns, error) {
 	ra, err := store.Open(ctx, sf.Key)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
-			return &format.Error{File: uri, Err: fmt.Errorf("the file was deleted after it was listed: %w", err)}
+			return nil, &format.Error{File: uri, Err: fmt.Errorf("the file was deleted after it was listed: %w", err)}
 		}
-		return fmt.Errorf("open source file %s: %w", uri, err)
+		return nil, fmt.Errorf("open source file %s: %w", uri, err)
 	}
-	defer ra.Close()
-	if ra.Size() == 0 {
-		return &format.Error{File: uri, Err: errors.New("the file is empty (0 bytes): remove it, or set onBadFile to skip")}
+	pc := &parquetColumns{ra: ra, uri: uri, schema: schema, rows: -1}
+	if err := pc.project(ctx, fo); err != nil {
+		pc.close()
+		return nil, err
 	}
-	f, err := parquetio.Open(ctx, ra)
+	return pc, nil
+}
+
+func (pc *parquetColumns) project(ctx context.Context, fo *format.Options) error {
+	if pc.ra.Size() == 0 {
+		return &format.Error{File: pc.uri, Err: errors.New("the file is empty (0 bytes): remove it, or set onBadFile to skip")}
+	}
+	f, err := parquetio.Open(ctx, pc.ra)
 	if err != nil {
-		return &format.Error{File: uri, Err: err}
+		return &format.Error{File: pc.uri, Err: err}
 	}
+	pc.f = f
 	fileSchema, err := f.Schema()
 	if err != nil {
-		return &format.Error{File: uri, Err: err}
+		return &format.Error{File: pc.uri, Err: err}
 	}
-	read := &types.StructType{}
+	pc.proj = &types.StructType{}
 	matched := make([]bool, len(fileSchema.Fields))
-	for _, tf := range schema.Fields {
+	for _, tf := range pc.schema.Fields {
 		name := tf.Name
 		if j := storedField(fileSchema, tf.Name); j >= 0 && !matched[j] {
 			matched[j], name = true, fileSchema.Fields[j].Name
 		}
-		read.Fields = append(read.Fields, &types.StructField{Name: name, Type: tf.Type, Nullable: true})
+		pc.proj.Fields = append(pc.proj.Fields, &types.StructField{Name: name, Type: tf.Type, Nullable: true})
 	}
 	var unknown []format.NewColumn
 	for j, c := range fileSchema.Fields {
@@ -161,40 +242,87 @@ func readParquetColumns(ctx context.Context, store storage.Store, sf source.File
 		}
 	}
 	if len(unknown) > 0 {
-		return &format.NewColumnsError{File: uri, Columns: unknown}
+		return &format.NewColumnsError{File: pc.uri, Columns: unknown}
 	}
-	growFlat(dst, schema, int(min(f.NumRows(), 1<<26)))
-	var rows int64
-	if runtime.GOMAXPROCS(0) < 2 || len(schema.Fields) < 2 || f.NumRows() < minParallelRows {
-		if rows, err = readFileColumns(ctx, f, uri, schema, read, identity(len(schema.Fields)), dst.Cols); err != nil {
-			return err
+	return nil
+}
+
+func (pc *parquetColumns) close() { _ = pc.ra.Close() }
+
+// readable reports errNotColumnar now, rather than when they are read, if columns idx cannot be
+// read as columns.
+func (pc *parquetColumns) readable(ctx context.Context, idx []int) error {
+	for _, i := range idx {
+		cr, err := pc.f.Columns(ctx, pc.sub([]int{i}), parquetio.ColumnOptions{BatchSize: format.ChunkRows})
+		if errors.Is(err, parquetio.ErrColumnsUnsupported) {
+			return errNotColumnar
+		}
+		if err != nil {
+			return &format.Error{File: pc.uri, Err: fmt.Errorf("the file's columns do not fit the table's schema: %w", err)}
+		}
+		cr.Close()
+	}
+	return nil
+}
+
+// sub is the projection of the schema fields idx.
+func (pc *parquetColumns) sub(idx []int) *types.StructType {
+	if len(idx) == len(pc.proj.Fields) {
+		return pc.proj
+	}
+	sub := &types.StructType{}
+	for _, i := range idx {
+		sub.Fields = append(sub.Fields, pc.proj.Fields[i])
+	}
+	return sub
+}
+
+// read appends the file's rows of the schema fields idx to dst: on every core, one reader per
+// column. The first read adds the rows to dst.Rows; a later one (other columns) checks it read as
+// many.
+func (pc *parquetColumns) read(ctx context.Context, idx []int, dst *parquetio.FlatBatch) error {
+	f, schema := pc.f, pc.schema
+	growFlat(dst, schema, idx, int(min(f.NumRows(), 1<<26)))
+	counts := make([]int64, len(idx))
+	if runtime.GOMAXPROCS(0) < 2 || len(idx) < 2 || f.NumRows() < minParallelRows {
+		for k, i := range idx {
+			var err error
+			if counts[k], err = readFileColumns(ctx, f, pc.uri, schema, pc.proj, []int{i}, dst.Cols[i:i+1]); err != nil {
+				return err
+			}
 		}
 	} else {
 		// One reader per column, on every core: zstd and page decoding are most of a batch read, and
 		// columns decode apart (a row range would not: a reader skipping into a page decodes it).
-		counts := make([]int64, len(schema.Fields))
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(runtime.GOMAXPROCS(0))
-		for i := range schema.Fields {
+		for k, i := range idx {
 			g.Go(func() error {
 				var err error
-				counts[i], err = readFileColumns(gctx, f, uri, schema, read, []int{i}, dst.Cols[i:i+1])
+				counts[k], err = readFileColumns(gctx, f, pc.uri, schema, pc.proj, []int{i}, dst.Cols[i:i+1])
 				return err
 			})
 		}
 		if err := g.Wait(); err != nil {
 			return err
 		}
-		rows = counts[0]
-		for i, n := range counts {
-			if n != rows {
-				return &format.Error{File: uri, Column: schema.Fields[i].Name, Err: fmt.Errorf("the column holds %d rows, column %s %d", n, schema.Fields[0].Name, rows)}
-			}
+	}
+	rows := counts[0]
+	for k, n := range counts {
+		if n != rows {
+			return &format.Error{File: pc.uri, Column: schema.Fields[idx[k]].Name, Err: fmt.Errorf("the column holds %d rows, column %s %d", n, schema.Fields[idx[0]].Name, rows)}
 		}
 	}
+	if pc.rows >= 0 {
+		if rows != pc.rows {
+			return &format.Error{File: pc.uri, Column: schema.Fields[idx[0]].Name, Err: fmt.Errorf("the column holds %d rows, the file's other columns %d", rows, pc.rows)}
+		}
+		return nil
+	}
+	pc.rows = rows
 	dst.Rows += int(rows)
 	if rows == 0 {
-		return &format.Error{File: uri, Err: errors.New("the file has no rows: remove it, or set onBadFile to skip")}
+		return &format.Error{File: pc.uri, Err: errors.New("the file has no rows: remove it, or set onBadFile to skip")}
 	}
 	return nil
 }
@@ -247,10 +375,11 @@ func readFileColumns(ctx context.Context, f *parquetio.File, uri string, schema,
 	}
 }
 
-// growFlat makes room for n more rows in every column of dst, so that a batch of many chunks is
+// growFlat makes room for n more rows in the columns idx of dst, so that a batch of many chunks is
 // not copied again each time its vectors outgrow their capacity.
-func growFlat(dst *parquetio.FlatBatch, schema *types.StructType, n int) {
-	for i, f := range schema.Fields {
+func growFlat(dst *parquetio.FlatBatch, schema *types.StructType, idx []int, n int) {
+	for _, i := range idx {
+		f := schema.Fields[i]
 		c := &dst.Cols[i]
 		c.Null = slices.Grow(c.Null, n)
 		switch k, _ := parquetio.FlatKindOf(f.Type); k {

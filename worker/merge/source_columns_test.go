@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
@@ -63,7 +64,7 @@ func TestReadBatchColumns_ColumnsReadInParallelKeepEveryRowInOrder(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cols, err := readBatchColumns(context.Background(), b, schema, &fo)
+	cols, err := readBatchColumns(context.Background(), b, schema, &fo, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +75,24 @@ func TestReadBatchColumns_ColumnsReadInParallelKeepEveryRowInOrder(t *testing.T)
 	if cols.len() != files*rowsPerFile || rows.len() != cols.len() {
 		t.Fatalf("columns read %d rows, rows %d; want %d", cols.len(), rows.len(), files*rowsPerFile)
 	}
+	// The keys first (id and p), the other columns after the read returns: the same rows once awaited.
+	split, err := readBatchColumns(context.Background(), b, schema, &fo, []int{0, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if split.rest == nil || split.len() != cols.len() || !slices.Equal(split.fileOf, cols.fileOf) {
+		t.Fatalf("the split read: rest %v, %d rows (want %d)", split.rest, split.len(), cols.len())
+	}
+	if err := split.await(); err != nil {
+		t.Fatal(err)
+	}
 	for n := range cols.len() {
 		if cols.fileOf[n] != rows.fileOf[n] {
 			t.Fatalf("row %d: file %d, the row path says %d", n, cols.fileOf[n], rows.fileOf[n])
 		}
 		for i := range schema.Fields {
-			if c, r := cols.value(n, i), rows.value(n, i); c != r {
-				t.Fatalf("row %d column %s: columns read %v, rows %v", n, schema.Fields[i].Name, c, r)
+			if c, r, sp := cols.value(n, i), rows.value(n, i), split.value(n, i); c != r || sp != r {
+				t.Fatalf("row %d column %s: columns read %v, split read %v, rows %v", n, schema.Fields[i].Name, c, sp, r)
 			}
 		}
 	}

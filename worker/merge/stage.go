@@ -97,6 +97,13 @@ func (m *merger) stage(ctx context.Context, st *staged) error {
 	*rep = result.Merge{Mode: rep.Mode, Version: -1, Attempts: rep.Attempts, SourceRows: rep.SourceRows,
 		SourceRowsDeduplicated: rep.SourceRowsDeduplicated, SchemaChanges: rep.SchemaChanges}
 	rep.FilesTotal = len(st.snap.Files())
+	asIs := m.upsertsBatchAsIs(st)
+	if !asIs {
+		// Every other path reads all columns from here on; the as-is upsert's writer waits itself.
+		if err := p.src.await(); err != nil {
+			return batchError(err)
+		}
+	}
 	var inserts []int32
 	insertable := func(n int) bool { return p.live[n] && !p.deleted[n] }
 	switch {
@@ -123,7 +130,7 @@ func (m *merger) stage(ctx context.Context, st *staged) error {
 				inserts = append(inserts, int32(n))
 			}
 		}
-	case m.upsertsBatchAsIs(st):
+	case asIs:
 		if err := m.stageUpsertAsIs(ctx, st); err != nil {
 			return err
 		}

@@ -86,6 +86,11 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 	} else {
 		go func() {
 			defer close(done)
+			// The columns that planning does not read may still be arriving (readBatch's first).
+			if werr = p.src.await(); werr != nil {
+				werr = batchError(werr)
+				return
+			}
 			if rows == nil {
 				if adds, abortFn, copied, werr = m.copyBatchPages(wctx, st); copied || werr != nil {
 					return
@@ -99,6 +104,9 @@ func (m *merger) stageUpsertAsIs(ctx context.Context, st *staged) error {
 		cancel()
 	}
 	<-done
+	if err == nil && werr == nil {
+		werr = batchError(p.src.await()) // read already, unless no writer ran; the twice-held keys' rows need it
+	}
 	if !reuse && werr == nil && abortFn != nil {
 		m.inserts = &insertCache{fingerprint: fp, schema: schema, asIs: true, copied: copied, adds: adds, abortFn: abortFn}
 	}
