@@ -206,13 +206,21 @@ func modelColumnType(c string) string {
 	return "VARCHAR"
 }
 
+// baseFormat is the merge's --format of a model format: parquet-rg (small row groups) and
+// parquet-zstd (zstd, the codec the table's writer uses: an upsert copies such a file's pages) are
+// Parquet.
+func baseFormat(format string) string {
+	base, _, _ := strings.Cut(format, "-")
+	return base
+}
+
 // writeBatch has DuckDB write table batch to path in format, returning the merge's --format and --option
 // flags for it.
 func writeBatch(t *testing.T, db *sql.DB, path, format string) []string {
 	t.Helper()
 	opts := map[string]string{"parquet": "FORMAT parquet", "json": "FORMAT json", "csv": "FORMAT csv, HEADER",
-		"parquet-rg": "FORMAT parquet, ROW_GROUP_SIZE 2048"}[format]
-	format = strings.TrimSuffix(format, "-rg")
+		"parquet-rg": "FORMAT parquet, ROW_GROUP_SIZE 2048", "parquet-zstd": "FORMAT parquet, COMPRESSION zstd"}[format]
+	format = baseFormat(format)
 	if _, err := db.Exec(fmt.Sprintf("COPY batch TO '%s' (%s)", path, opts)); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // The merge model's steps: which merge runs next, drawn from the scenario's generator, and the checks of one
 // version's rows.
 
-var modelFormats = []string{"parquet", "json", "csv"}
+var modelFormats = []string{"parquet", "parquet-zstd", "json", "csv"}
 
 // runStep draws one step: mostly upserts, then the other modes, failing merges, schema evolution and an
 // occasional OPTIMIZE (which clusters a clustered table) between them.
