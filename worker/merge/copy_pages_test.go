@@ -10,10 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
 	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
+	"github.com/deltakeeper/deltakeeper/worker/table/tabletest"
 	"github.com/deltakeeper/deltakeeper/worker/types"
 )
 
@@ -208,5 +210,36 @@ func TestUpsert_AColumnReadAfterPlanningFailsTheMergeAndLeavesNothing(t *testing
 	}
 	if after := entries(); !slices.Equal(dirBefore, after) {
 		t.Fatalf("the failed merge left files: before %v, after %v", dirBefore, after)
+	}
+}
+
+// TestUpsert_CopiesPagesIntoAColumnMappingTable: under column mapping the copied file stores the
+// table's physical names (and field ids in id mode), as the encoder writes them, so the table reads the
+// upserted rows back.
+func TestUpsert_CopiesPagesIntoAColumnMappingTable(t *testing.T) {
+	for _, mode := range []delta.ColumnMappingMode{delta.ColumnMappingName, delta.ColumnMappingID} {
+		t.Run(string(mode), func(t *testing.T) {
+			dir := t.TempDir()
+			store, err := storage.NewLocal(filepath.Join(dir, "table"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tbl, _, err := tabletest.Create(t.Context(), store, baseSchema(), nil, mode, map[string]string{"delta.enableDeletionVectors": "true"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fx := &fixture{t: t, dir: dir, tbl: tbl}
+			fx.appendFile(row(1, 1, "a"), row(2, 2, "a"), row(3, 3, "b"))
+			batch := []types.Struct{{int64(2), "two", int64(20), "a"}, {int64(9), nil, int64(90), "c"}}
+			fo, err := format.ParseOptions("parquet", nil, format.FailOnNewColumns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := fx.merge(fx.parquetBatch("zstd", batch), Options{Mode: Upsert, Keys: []string{"id"}, Format: fo})
+			if rep.FilesCopied != 1 || rep.RowsUpdated != 1 || rep.RowsInserted != 1 {
+				t.Fatalf("%+v: want the batch file copied, one row updated and one inserted", rep)
+			}
+			fx.expectRows(row(1, 1, "a"), batch[0], row(3, 3, "b"), batch[1])
+		})
 	}
 }
