@@ -186,7 +186,7 @@ func (w *Writer) copyChunk(src *File, rg int, in *pqNode, e *columnEncoder, rb *
 			if dh.Encoding != format.Plain && dh.Encoding != format.PlainDictionary { //nolint:staticcheck // PLAIN_DICTIONARY: v1 files use it
 				return nil, ErrPagesNotCopyable
 			}
-			page, err := e.storedPage(&h, cr.comp)
+			page, err := e.hw.storedPage(&h, cr.comp)
 			if err != nil {
 				return nil, err
 			}
@@ -214,7 +214,7 @@ func (w *Writer) copyChunk(src *File, rg int, in *pqNode, e *columnEncoder, rb *
 			stats.MinValue, stats.MaxValue = parquetBounds(e.leaf.order, pb.min, pb.max)
 		}
 		dh.Statistics = stats
-		page, err := e.storedPage(&h, cr.comp)
+		page, err := e.hw.storedPage(&h, cr.comp)
 		if err != nil {
 			return nil, err
 		}
@@ -227,17 +227,6 @@ func (w *Writer) copyChunk(src *File, rg int, in *pqNode, e *columnEncoder, rb *
 		return nil, fmt.Errorf("column %q has %d rows, the row group %d; the file is corrupt: %w", in.pathString(), row, rows, ErrCorruptFile)
 	}
 	return e.finishChunk()
-}
-
-// storedPage is a page as stored, its header encoded again: header bytes, then the stored body.
-func (e *columnEncoder) storedPage(h *format.PageHeader, body []byte) ([]byte, error) {
-	e.hw.buf.Reset()
-	if err := e.hw.enc.Encode(h); err != nil {
-		return nil, fmt.Errorf("parquet writer: encode page header: %w", err)
-	}
-	page := make([]byte, 0, e.hw.buf.Len()+len(body))
-	page = append(page, e.hw.buf.Bytes()...)
-	return append(page, body...), nil
 }
 
 // flatPageInfo is the page statistics of col's rows [from, from+n), as the encoders compute them:

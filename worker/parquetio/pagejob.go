@@ -33,6 +33,18 @@ func newHeaderWriter() *headerWriter {
 	return h
 }
 
+// storedPage is a page as a file stores it, for a page copy: header h encoded again (with whatever
+// the copy changed in it), then the stored body.
+func (hw *headerWriter) storedPage(h *format.PageHeader, body []byte) ([]byte, error) {
+	hw.buf.Reset()
+	if err := hw.enc.Encode(h); err != nil {
+		return nil, fmt.Errorf("encode page header: %w", err)
+	}
+	page := make([]byte, 0, hw.buf.Len()+len(body))
+	page = append(page, hw.buf.Bytes()...)
+	return append(page, body...), nil
+}
+
 // compress fills j.page. scratch receives the compressed body and is kept by the caller for reuse.
 func (j *pageJob) compress(comp pageCompressor, scratch *[]byte, hw *headerWriter) {
 	payload := j.body

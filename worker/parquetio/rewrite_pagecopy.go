@@ -132,7 +132,7 @@ func (l *lane) copyPages(ctx context.Context, s rgSlice, src *leafSource) (*enco
 		}
 		switch h.Type {
 		case format.DictionaryPage:
-			page, err := l.storedPage(&h, cr.comp)
+			page, err := l.hw.storedPage(&h, cr.comp)
 			if err != nil {
 				return nil, err
 			}
@@ -148,7 +148,7 @@ func (l *lane) copyPages(ctx context.Context, s rgSlice, src *leafSource) (*enco
 		touched := lo < len(s.deleted) && s.deleted[lo] < row+n
 		if !touched {
 			if info, ok := storedPageInfo(&h, l.leaf); ok {
-				page, err := l.storedPage(&h, cr.comp)
+				page, err := l.hw.storedPage(&h, cr.comp)
 				if err != nil {
 					return nil, err
 				}
@@ -226,17 +226,6 @@ func fixedStatWidth(leaf *leafDesc) int {
 		return leaf.typeLen
 	}
 	return 0
-}
-
-// storedPage returns a page as the input stores it: its header, encoded again, and its stored body.
-func (l *lane) storedPage(h *format.PageHeader, body []byte) ([]byte, error) {
-	l.hw.buf.Reset()
-	if err := l.hw.enc.Encode(h); err != nil {
-		return nil, fmt.Errorf("encode page header: %w", err)
-	}
-	page := make([]byte, 0, l.hw.buf.Len()+len(body))
-	page = append(page, l.hw.buf.Bytes()...)
-	return append(page, body...), nil
 }
 
 // adoptDictionary makes a stored dictionary page (header and body of compressed size body) the
