@@ -119,8 +119,9 @@ type curveTable struct {
 
 // tabulate returns a Hilbert curve as a table when its positions fit maxTableBits and computing them
 // all costs less than computing one per row (rows at least twice the table's entries); otherwise c
-// itself (Z-order's interleaving is cheap already).
-func tabulate(c Curve, rows int64) Curve {
+// itself (Z-order's interleaving is cheap already). The table is filled by up to workers goroutines:
+// it sits between reading the keys and positioning the rows, with nothing to overlap it.
+func tabulate(c Curve, rows int64, workers int) Curve {
 	h, ok := c.(Hilbert)
 	if !ok {
 		return c
@@ -132,14 +133,16 @@ func tabulate(c Curve, rows int64) Curve {
 	}
 	t := curveTable{Curve: c, bits: uint(bits), pos: make([]uint32, 1<<total)}
 	dims := c.Dimensions()
-	point := make([]uint32, dims)
 	mask := uint32(1)<<bits - 1
-	for k := range t.pos {
-		for d := range dims {
-			point[d] = uint32(k) >> (uint(dims-1-d) * t.bits) & mask
+	parallelChunks(splitChunks(len(t.pos), workers), func(_, lo, hi int) {
+		point := make([]uint32, dims)
+		for k := lo; k < hi; k++ {
+			for d := range dims {
+				point[d] = uint32(k) >> (uint(dims-1-d) * t.bits) & mask
+			}
+			t.pos[k] = uint32(c.Index(point))
 		}
-		t.pos[k] = uint32(c.Index(point))
-	}
+	})
 	return t
 }
 

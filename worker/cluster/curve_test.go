@@ -95,7 +95,7 @@ func TestNewCurve_RejectsUnsupportedShapes(t *testing.T) {
 func TestTabulatedHilbert_EqualsTheComputedCurve(t *testing.T) {
 	for _, tc := range []struct{ dims, bits int }{{2, 10}, {2, 7}, {3, 6}, {4, 5}} {
 		curve := Hilbert{dims: tc.dims, bits: tc.bits}
-		table := tabulate(curve, 4<<(tc.dims*tc.bits))
+		table := tabulate(curve, 4<<(tc.dims*tc.bits), 3)
 		if _, ok := table.(curveTable); !ok {
 			t.Fatalf("%dx%d bits: not tabulated (%T)", tc.dims, tc.bits, table)
 		}
@@ -105,10 +105,10 @@ func TestTabulatedHilbert_EqualsTheComputedCurve(t *testing.T) {
 			}
 		})
 	}
-	if c := tabulate(Hilbert{dims: 2, bits: 10}, 1000); c != (Hilbert{dims: 2, bits: 10}) {
+	if c := tabulate(Hilbert{dims: 2, bits: 10}, 1000, 2); c != (Hilbert{dims: 2, bits: 10}) {
 		t.Fatalf("a run of 1000 rows tabulated the curve (%T)", c)
 	}
-	if c := tabulate(Hilbert{dims: 3, bits: 10}, 1<<40); c != (Hilbert{dims: 3, bits: 10}) {
+	if c := tabulate(Hilbert{dims: 3, bits: 10}, 1<<40, 2); c != (Hilbert{dims: 3, bits: 10}) {
 		t.Fatalf("a 30-bit curve was tabulated (%T)", c)
 	}
 }

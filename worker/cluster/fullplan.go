@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -131,15 +130,12 @@ func (j *rewriteJob) plannedOutputs(ctx context.Context) ([]uint32, int, error) 
 	if err != nil {
 		return nil, 0, err
 	}
-	sortKeys(sorted)
-	fileOf := func(row uint32) int {
-		return sort.Search(len(j.ins), func(i int) bool { return j.off[i+1] > int64(row) })
-	}
+	sortKeys(sorted, j.parallelism())
 	diskRow := make([]float64, len(j.ins))
 	for i, in := range j.ins {
 		diskRow[i] = in.diskRow
 	}
-	starts := cutOutputs(sorted, fileOf, diskRow, j.out.Options().TargetFileBytes)
+	starts := cutOutputs(sorted, diskRow, j.out.Options().TargetFileBytes)
 	outputOf := make([]uint32, j.total)
 	k := 0
 	for r, key := range sorted {

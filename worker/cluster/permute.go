@@ -45,6 +45,18 @@ func permuteInput(r storage.ReaderAt, in *input) parquetio.RewriteInput {
 	return parquetio.RewriteInput{File: r, Deleted: in.deleted, RowTracking: in.add.RowTrackingBase()}
 }
 
+// flushedCreate is the create function of parquetio.Permute and PermuteSubset for the outputs from
+// first on: table.RewriteOutputs.Create, written and closed in the background (outputFlusher).
+func (j *rewriteJob) flushedCreate(fl *outputFlusher, first int) func(int) (storage.Writer, error) {
+	return func(i int) (storage.Writer, error) {
+		w, err := j.out.Create(first + i)
+		if err != nil {
+			return nil, err
+		}
+		return fl.wrap(w), nil
+	}
+}
+
 // permute writes the outputs with parquetio.Permute: the physical-row path, which also computes
 // preserved row ids column by column.
 func (j *rewriteJob) permute(ctx context.Context, order []uint32, starts []int) ([]*delta.AddFile, error) {
@@ -64,7 +76,11 @@ func (j *rewriteJob) permute(ctx context.Context, order []uint32, starts []int) 
 		}
 		inputs[i] = permuteInput(r, in)
 	}
-	res, err := parquetio.Permute(ctx, inputs, order, starts, j.out.Create, j.permuteOptions())
+	var fl outputFlusher
+	res, err := parquetio.Permute(ctx, inputs, order, starts, j.flushedCreate(&fl, 0), j.permuteOptions())
+	// Every output is closed or aborted once Permute returns; wait for the storage to finish them,
+	// before they are described, committed or deleted.
+	err = errors.Join(err, fl.wait())
 	if err != nil {
 		if errors.Is(err, parquetio.ErrPermuteUnsupported) {
 			return nil, err

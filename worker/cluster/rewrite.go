@@ -91,22 +91,9 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		return nil, err
 	}
 	j.say("computed %d curve positions", len(sorted))
-	sortKeys(sorted)
-	fileOf := func(row uint32) int {
-		return sort.Search(len(j.ins), func(i int) bool { return j.off[i+1] > int64(row) })
-	}
-	diskRow := make([]float64, len(j.ins))
-	memRow := make([]float64, len(j.ins))
-	for i, in := range j.ins {
-		diskRow[i], memRow[i] = in.diskRow, in.memRow
-	}
-	starts := cutOutputs(sorted, fileOf, diskRow, j.out.Options().TargetFileBytes)
-	// From here on only the row numbers in rank order matter: release the positions.
-	order := make([]uint32, len(sorted))
-	for r, k := range sorted {
-		order[r] = k.row
-	}
-	sorted = nil //nolint:ineffassign // the pairs are the largest allocation so far
+	sortKeys(sorted, j.parallelism())
+	starts, order := j.cut(sorted)
+	sorted = nil //nolint:ineffassign,wastedassign // the pairs are the largest allocation so far
 	// The columnar sort, unless an input needs the logical reader (ErrPermuteUnsupported).
 	var adds []*delta.AddFile
 	if j.columnarFits() {
@@ -127,6 +114,13 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		return nil, err
 	}
 	j.say("falling back to logical rows: %v", err)
+	fileOf := func(row uint32) int {
+		return sort.Search(len(j.ins), func(i int) bool { return j.off[i+1] > int64(row) })
+	}
+	memRow := make([]float64, len(j.ins))
+	for i, in := range j.ins {
+		memRow[i] = in.memRow
+	}
 	waves := j.planWaves(order, fileOf, memRow)
 	rank := make([]uint32, j.total)
 	for r, row := range order {
@@ -180,6 +174,31 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		rewriteHook(st.waves, st.spilledBytes)
 	}
 	return st, nil
+}
+
+// cut splits the sorted rows into outputs (cutOutputs) and returns, with each output's first rank,
+// the row numbers in rank order: from here on only those matter. The cut is a running sum in rank
+// order, so it stays serial (its float additions must happen in the same order to cut the same
+// files); the row numbers are copied out beside it.
+func (j *rewriteJob) cut(sorted []rowKey) ([]int, []uint32) {
+	diskRow := make([]float64, len(j.ins))
+	for i, in := range j.ins {
+		diskRow[i] = in.diskRow
+	}
+	var starts []int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		starts = cutOutputs(sorted, diskRow, j.out.Options().TargetFileBytes)
+	}()
+	order := make([]uint32, len(sorted))
+	parallelChunks(splitChunks(len(sorted), max(1, j.parallelism()-1)), func(_, lo, hi int) {
+		for r, k := range sorted[lo:hi] {
+			order[lo+r] = k.row
+		}
+	})
+	<-done
+	return starts, order
 }
 
 // rewriteHook lets tests observe how a rewrite used memory and disk.
@@ -240,7 +259,7 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	pos.curve = tabulate(pos.curve, j.total)
+	pos.curve = tabulate(pos.curve, j.total, j.parallelism())
 	out := make([]rowKey, j.total)
 	g, _ = errgroup.WithContext(ctx)
 	g.SetLimit(j.parallelism())
@@ -249,7 +268,7 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 			point := make([]uint32, dims)
 			for r := int64(0); r < j.ins[i].live; r++ {
 				g := j.off[i] + r
-				out[g] = rowKey{pos: pos.position(k[r*int64(dims):(r+1)*int64(dims)], point), row: uint32(g)}
+				out[g] = rowKey{pos: pos.position(k[r*int64(dims):(r+1)*int64(dims)], point), row: uint32(g), file: uint32(i)}
 			}
 			keys[i] = nil
 			return nil

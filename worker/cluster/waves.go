@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,9 +41,9 @@ func (j *rewriteJob) permuteWaves(ctx context.Context, order []uint32, starts []
 		for _, s := range starts[first:last] {
 			rel = append(rel, s-lo)
 		}
-		create := func(i int) (storage.Writer, error) { return j.out.Create(first + i) }
-		res, err := parquetio.PermuteSubset(ctx, inputs, order[lo:hi], rel, create, j.permuteOptions())
-		if err != nil {
+		var fl outputFlusher
+		res, err := parquetio.PermuteSubset(ctx, inputs, order[lo:hi], rel, j.flushedCreate(&fl, first), j.permuteOptions())
+		if err = errors.Join(err, fl.wait()); err != nil {
 			return nil, 0, 0, fmt.Errorf("cluster %d files, wave %d of %d: %w", len(j.ins), w+1, len(waves), err)
 		}
 		for i, wr := range res.Files {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -164,13 +165,13 @@ type segment struct {
 	sized      bool // its slices were allocated for the rows it will receive (scatter.segment)
 }
 
-// plan assigns every live row of the order to its output row group; the others get skipRow.
+// plan assigns every live row of the order to its output row group; the others get skipRow. It runs
+// between the caller's sort and the decode, on the critical path with nothing to overlap it, so its
+// passes over the rows are split among the workers: the row groups' rows are assigned with a
+// compare-and-swap each, which finds a row that appears twice without a race.
 func (p *permuter) plan(order []uint32, starts []int, groupRows int, total int64) error {
-	p.groupOf = make([]uint32, total)
-	for i := range p.groupOf {
-		p.groupOf[i] = skipRow
-	}
-	n := 0
+	type span struct{ lo, hi int } // a row group's ranks
+	var spans []span
 	p.groups = make([][]int, len(starts))
 	for k, lo := range starts {
 		hi := len(order)
@@ -181,25 +182,52 @@ func (p *permuter) plan(order []uint32, starts []int, groupRows int, total int64
 			return fmt.Errorf("output %d starts at %d, after the next one (%d)", k, lo, hi)
 		}
 		for a := lo; a < hi; a += groupRows {
-			for _, g := range order[a:min(hi, a+groupRows)] {
-				if int64(g) >= total || p.groupOf[g] != skipRow {
-					return fmt.Errorf("row %d is not a live row, or appears twice", g)
-				}
-				p.groupOf[g] = uint32(n)
-			}
-			p.groups[k] = append(p.groups[k], n)
-			n++
+			p.groups[k] = append(p.groups[k], len(spans))
+			spans = append(spans, span{a, min(hi, a+groupRows)})
 		}
+	}
+	n := len(spans)
+	p.groupOf = make([]uint32, total)
+	chunk := int64(max(1, (len(p.groupOf)+p.workers-1)/p.workers))
+	var g errgroup.Group
+	for lo := int64(0); lo < total; lo += chunk {
+		g.Go(func() error {
+			fill := p.groupOf[lo:min(total, lo+chunk)]
+			for i := range fill {
+				fill[i] = skipRow
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the fills return no error
+	g.SetLimit(p.workers)
+	for grp, sp := range spans {
+		g.Go(func() error {
+			for _, row := range order[sp.lo:sp.hi] {
+				if int64(row) >= total || !atomic.CompareAndSwapUint32(&p.groupOf[row], skipRow, uint32(grp)) {
+					return fmt.Errorf("row %d is not a live row, or appears twice", row)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	p.rows = make([][]int32, len(p.files))
 	for i := range p.rows {
-		p.rows[i] = make([]int32, n)
-		for _, g := range p.groupOf[p.off[i]:p.off[i+1]] {
-			if g != skipRow {
-				p.rows[i][g]++
+		g.Go(func() error {
+			rows := make([]int32, n)
+			for _, grp := range p.groupOf[p.off[i]:p.off[i+1]] {
+				if grp != skipRow {
+					rows[grp]++
+				}
 			}
-		}
+			p.rows[i] = rows
+			return nil
+		})
 	}
+	_ = g.Wait() // the counts return no error
 	p.segments = make([][][]segment, len(p.files))
 	for i := range p.segments {
 		p.segments[i] = make([][]segment, len(p.out.leaves))

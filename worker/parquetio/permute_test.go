@@ -97,6 +97,29 @@ func TestPermute_RejectsAnOrderThatDoesNotCoverTheRows(t *testing.T) {
 	}
 }
 
+// The rows are assigned to row groups by several workers at once; a row that two of them claim, in
+// different outputs, is still found, and nothing is written.
+func TestPermute_RefusesARowGivenTwiceAcrossOutputs(t *testing.T) {
+	schema := allTypesSchema()
+	cases := makeInputs(t, schema, 3, 60, 5)
+	live := liveRows(cases)
+	for name, bad := range map[string]uint32{"twice": 5, "not a live row": uint32(len(live))} {
+		t.Run(name, func(t *testing.T) {
+			order := make([]uint32, len(live))
+			for i := range order {
+				order[i] = uint32(i)
+			}
+			order[len(order)-1] = bad // in the last output's last row group, far from row 5 itself
+			var sink indexedSink
+			_, err := Permute(context.Background(), rewriteInputs(cases), order, []int{0, len(order) / 2}, sink.create,
+				RewriteOptions{Schema: schema, Parallelism: 3, Writer: WriterOptions{RowGroupRows: 10}})
+			if err == nil || len(sink.outs) != 0 {
+				t.Fatalf("err = %v, %d outputs; want an error before anything is written", err, len(sink.outs))
+			}
+		})
+	}
+}
+
 func TestPermuteSubset_TwoWavesWriteWhatOneCallWould(t *testing.T) {
 	schema := allTypesSchema()
 	cases := makeInputs(t, schema, 5, 200, 21)
