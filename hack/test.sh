@@ -36,10 +36,11 @@ go test -count=1 -timeout 30m ./...
 
 # The packages that run their own goroutines over shared state (parallel checkpoint decoding and the
 # commit read-ahead, the rewrite and permute engines and the parallel column encoder, the S3 reader's
-# cache, the merge's write beside its match and its parallel reads, the reconcilers) again under
-# the race detector: a race there can lose or duplicate rows, and it rarely shows otherwise.
+# cache, the merge's write beside its match and its parallel reads, FULL clustering's parallel sort
+# and background output closes, the reconcilers) again under the race detector: a race there can
+# lose or duplicate rows, and it rarely shows otherwise.
 step "go test -race (concurrent packages)"
-go test -race -count=1 -timeout 30m ./worker/delta ./worker/parquetio ./worker/storage ./worker/merge ./controllers
+go test -race -count=1 -timeout 30m ./worker/delta ./worker/parquetio ./worker/storage ./worker/merge ./worker/cluster ./controllers
 
 # The dashboard in Grafana's schema and the alerts through promtool (Debian's prometheus package:
 # hack/install-host-deps.sh); its own module keeps the Grafana SDK out of the main go.mod.
