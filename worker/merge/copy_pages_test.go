@@ -29,23 +29,8 @@ func (fx *fixture) parquetBatch(codec string, files ...[]types.Struct) Batch {
 		fx.t.Fatal(err)
 	}
 	for n, rows := range files {
-		fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%d.parquet", n)))
-		if err != nil {
-			fx.t.Fatal(err)
-		}
-		w, err := parquetio.NewWriter(fh, baseSchema(), parquetio.WriterOptions{Codec: codec, PageRows: 1000, RowGroupRows: 3000})
-		if err != nil {
-			fx.t.Fatal(err)
-		}
-		if err := w.Write(rows); err != nil {
-			fx.t.Fatal(err)
-		}
-		if _, err := w.Close(); err != nil {
-			fx.t.Fatal(err)
-		}
-		if err := fh.Close(); err != nil {
-			fx.t.Fatal(err)
-		}
+		writeParquet(fx.t, filepath.Join(dir, fmt.Sprintf("part-%d.parquet", n)), baseSchema(),
+			parquetio.WriterOptions{Codec: codec, PageRows: 1000, RowGroupRows: 3000}, rows)
 	}
 	b, err := ListBatch(fx.t.Context(), dir, storage.Config{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
 	"github.com/deltakeeper/deltakeeper/worker/ingest/format"
+	"github.com/deltakeeper/deltakeeper/worker/parquetio"
 	"github.com/deltakeeper/deltakeeper/worker/result"
 	"github.com/deltakeeper/deltakeeper/worker/storage"
 	"github.com/deltakeeper/deltakeeper/worker/table"
@@ -149,5 +150,27 @@ func (fx *fixture) expectRows(rows ...types.Struct) {
 	got, exp := fx.rows(), want(rows...)
 	if !slices.Equal(got, exp) {
 		fx.t.Fatalf("table rows\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(exp, "\n     "))
+	}
+}
+
+// writeParquet writes rows as one Parquet file at path with the project's writer.
+func writeParquet(t *testing.T, path string, schema *types.StructType, opts parquetio.WriterOptions, rows []types.Struct) {
+	t.Helper()
+	fh, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := parquetio.NewWriter(fh, schema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -167,23 +167,7 @@ func (pf *pathFixtures) batch(extra bool) Batch {
 			}
 			rows = append(rows, r)
 		}
-		fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%d.parquet", n)))
-		if err != nil {
-			pf.t.Fatal(err)
-		}
-		w, err := parquetio.NewWriter(fh, schema, parquetio.WriterOptions{PageBytes: 512})
-		if err != nil {
-			pf.t.Fatal(err)
-		}
-		if err := w.Write(rows); err != nil {
-			pf.t.Fatal(err)
-		}
-		if _, err := w.Close(); err != nil {
-			pf.t.Fatal(err)
-		}
-		if err := fh.Close(); err != nil {
-			pf.t.Fatal(err)
-		}
+		writeParquet(pf.t, filepath.Join(dir, fmt.Sprintf("part-%d.parquet", n)), schema, parquetio.WriterOptions{PageBytes: 512}, rows)
 	}
 	b, err := ListBatch(pf.t.Context(), dir, storage.Config{})
 	if err != nil {

@@ -3,7 +3,6 @@ package merge
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -25,15 +24,6 @@ func TestReadBatchColumns_ColumnsReadInParallelKeepEveryRowInOrder(t *testing.T)
 	schema := baseSchema()
 	const files, rowsPerFile = 2, 3*minParallelRows + 777
 	for fi := range files {
-		fh, err := os.Create(filepath.Join(dir, fmt.Sprintf("b%d.parquet", fi)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Several row groups, the last one short.
-		w, err := parquetio.NewWriter(fh, schema, parquetio.WriterOptions{RowGroupRows: 2*minParallelRows + 5})
-		if err != nil {
-			t.Fatal(err)
-		}
 		rows := make([]types.Struct, rowsPerFile)
 		for r := range rows {
 			id := int64(fi*rowsPerFile + r)
@@ -43,15 +33,8 @@ func TestReadBatchColumns_ColumnsReadInParallelKeepEveryRowInOrder(t *testing.T)
 			}
 			rows[r] = types.Struct{id, name, id % 13, []string{"a", "b"}[id%2]}
 		}
-		if err := w.Write(rows); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := fh.Close(); err != nil {
-			t.Fatal(err)
-		}
+		// Several row groups, the last one short.
+		writeParquet(t, filepath.Join(dir, fmt.Sprintf("b%d.parquet", fi)), schema, parquetio.WriterOptions{RowGroupRows: 2*minParallelRows + 5}, rows)
 	}
 	b, err := ListBatch(context.Background(), dir, storage.Config{})
 	if err != nil {
