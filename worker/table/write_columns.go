@@ -25,15 +25,8 @@ func (w *Writer) WriteColumns(b *parquetio.FlatBatch) error {
 	if len(b.Cols) != len(schema.Fields) {
 		return w.fail(fmt.Errorf("the batch has %d columns, the table has %d", len(b.Cols), len(schema.Fields)))
 	}
-	for i, f := range schema.Fields {
-		if f.Nullable {
-			continue
-		}
-		for r := range b.Rows {
-			if b.Cols[i].IsNull(r) {
-				return w.fail(fmt.Errorf("row %d: column %s is NOT NULL but the value is null", r, f.Name))
-			}
-		}
+	if err := notNull(schema, b, 0, b.Rows); err != nil {
+		return w.fail(err)
 	}
 	data := &parquetio.FlatBatch{Rows: b.Rows, Cols: make([]parquetio.FlatColumn, len(w.l.dataIdx))}
 	for j, i := range w.l.dataIdx {
@@ -68,6 +61,21 @@ func (w *Writer) WriteColumns(b *parquetio.FlatBatch) error {
 	for _, dir := range order {
 		if err := w.writeColumnsTo(dir, pvs[dir], data, rows[dir]); err != nil {
 			return w.fail(err)
+		}
+	}
+	return nil
+}
+
+// notNull checks the NOT NULL columns of schema in rows [from, to) of b.
+func notNull(schema *types.StructType, b *parquetio.FlatBatch, from, to int) error {
+	for i, f := range schema.Fields {
+		if f.Nullable {
+			continue
+		}
+		for r := from; r < to; r++ {
+			if b.Cols[i].IsNull(r) {
+				return fmt.Errorf("row %d: column %s is NOT NULL but the value is null", r, f.Name)
+			}
 		}
 	}
 	return nil

@@ -47,15 +47,8 @@ func (w *Writer) CopyPages(f *parquetio.File, names []string, b *parquetio.FlatB
 	if from < 0 || from+rows > b.Rows {
 		return w.fail(fmt.Errorf("the batch holds %d rows, the file's %d rows do not fit from row %d", b.Rows, rows, from))
 	}
-	for i, sf := range schema.Fields {
-		if sf.Nullable {
-			continue
-		}
-		for r := from; r < from+rows; r++ {
-			if b.Cols[i].IsNull(r) {
-				return w.fail(fmt.Errorf("row %d: column %s is NOT NULL but the value is null", r, sf.Name))
-			}
-		}
+	if err := notNull(schema, b, from, from+rows); err != nil {
+		return w.fail(err)
 	}
 	out, err := w.start("", nil)
 	if err != nil {
