@@ -23,11 +23,15 @@ type clusterFlags struct {
 	minOffendingFiles   int
 	minOverlapThreshold float64
 	maxQualityGap       float64
+	alignNewData        bool
+	regionFanout        int
 	memoryLimit         string
 	tmpDir              string
 }
 
-func defaultClusterFlags() clusterFlags { return clusterFlags{incremental: true, autoRecluster: true} }
+func defaultClusterFlags() clusterFlags {
+	return clusterFlags{incremental: true, autoRecluster: true, alignNewData: true}
+}
 
 func (f *clusterFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.full, "full", false, "recluster every file, not only those that need it (OPTIMIZE … FULL)")
@@ -36,12 +40,15 @@ func (f *clusterFlags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.minOffendingFiles, "min-offending-files", 0, "smallest group of overlapping clustered files worth reclustering (default 4)")
 	fs.Float64Var(&f.minOverlapThreshold, "min-overlap-threshold", 0, "overlap score above which two clustered files overlap, in (0.25, 1] (default 0.75)")
 	fs.Float64Var(&f.maxQualityGap, "max-quality-gap", 0, "largest forecast skipping gap to FULL an incremental run may leave; beyond it the drifted ZCubes are reclustered too, in (0, 1], 1 never (default 0.05)")
+	fs.BoolVar(&f.alignNewData, "align-new-data", true, "cut an incremental run's new data along the files of the table's largest ZCube, one piece per file it lies in; false clusters it on its own")
+	fs.IntVar(&f.regionFanout, "region-fanout", 0, "aligned pieces of one region and level that merge into one piece of the next level, at least 2 (default 20)")
 	fs.StringVar(&f.memoryLimit, "memory-limit", "", "memory for sorting rows along the curve (512m, 2g, 2Gi: powers of 1024); beyond it the sort spills to --tmp-dir (default: half of GOMEMLIMIT when set)")
 	fs.StringVar(&f.tmpDir, "tmp-dir", "", "directory for spill files (default: $TMPDIR; Jobs give it an emptyDir)")
 }
 
 // clusteringOnly lists the flags that only mean something for a clustered table.
-var clusteringOnly = []string{"full", "incremental", "auto-recluster", "min-offending-files", "min-overlap-threshold", "max-quality-gap"}
+var clusteringOnly = []string{"full", "incremental", "auto-recluster", "min-offending-files", "min-overlap-threshold", "max-quality-gap",
+	"align-new-data", "region-fanout"}
 
 func (f *clusterFlags) changed(fs *pflag.FlagSet) string {
 	for _, n := range append(clusteringOnly, "memory-limit", "tmp-dir") {
@@ -83,6 +90,7 @@ func clusterOptions(cf clusterFlags, opts optimize.Options) (cluster.Options, er
 	return cluster.Options{
 		TargetFileSize: opts.TargetFileSize, Full: cf.full || !cf.incremental, AutoRecluster: cf.autoRecluster,
 		MinOffendingFiles: cf.minOffendingFiles, MinOverlapThreshold: cf.minOverlapThreshold, MaxQualityGap: cf.maxQualityGap,
+		NoRegions: !cf.alignNewData, RegionFanout: cf.regionFanout,
 		MemoryLimit: memory, TempDir: cf.tmpDir, Parallelism: opts.Parallelism, DryRun: opts.DryRun,
 	}, nil
 }

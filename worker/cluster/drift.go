@@ -140,6 +140,37 @@ func (m *layoutModel) gap(merged []bool, bytes int64) (float64, string, error) {
 	return worst, column, nil
 }
 
+// alignedGap forecasts the largest gap to FULL after an aligned run (regions.go): the selected files
+// go, and each region gets a piece as wide as its base file — one for the new data if there is any
+// (new data is assumed to reach every region), and one per full region level merged.
+func (m *layoutModel) alignedGap(sel *selection, merged []bool) (float64, error) {
+	rs := sel.regions
+	copies := make([]int, len(m.files))
+	if len(sel.merging) < len(sel.files) {
+		for _, f := range rs.files {
+			copies[m.indexOf[f]]++
+		}
+	}
+	type rl struct{ region, level int }
+	seen := map[rl]bool{}
+	for f := range sel.merging {
+		k := rl{rs.regionOf(f), pieceLevel(f)}
+		if !seen[k] {
+			seen[k] = true
+			copies[m.indexOf[rs.files[k.region]]]++
+		}
+	}
+	ref, worst := m.reference(), 0.0
+	for c := range m.bounds {
+		after, err := layoutstats.ForecastWithCopies(m.bounds[c], merged, copies)
+		if err != nil {
+			return 0, fmt.Errorf("clustering column %s: %w", m.names[c], err)
+		}
+		worst = max(worst, ref-after)
+	}
+	return worst, nil
+}
+
 // escalate bounds the drift of incremental clustering: when the layout the incremental selection would
 // leave is forecast to be more than opts.MaxQualityGap below what FULL reaches on the same data, it adds
 // whole ZCubes to the selection: a partial FULL of the drifted part only. The candidates are the
@@ -167,6 +198,15 @@ func (m *layoutModel) escalate(sel *selection, bound float64) (*escalation, erro
 			merged[i] = true
 			bytes += f.Size
 		}
+	}
+	if sel.regions != nil {
+		aligned, err := m.alignedGap(sel, merged)
+		if err != nil || aligned <= bound {
+			return nil, err
+		}
+		// The aligned layout drifted too far (the base no longer resembles FULL on the grown table):
+		// escalate as without regions, and cluster this run's new data on its own with the rest.
+		sel.regions = nil
 	}
 	gap, column, err := m.gap(merged, bytes)
 	if err != nil || gap <= bound {

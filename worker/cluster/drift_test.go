@@ -12,7 +12,7 @@ import (
 // driftedTable is a table clustered by a, b with FULL into one large ZCube, then three appends each
 // clustered incrementally without the quality bound into a ZCube of its own that spans the whole key
 // space (three whole-range files stacked over every region, too few for auto-recluster's groups of
-// four). It returns the FULL ZCube's files and the drifted ZCubes' files.
+// four; new data not aligned to the base, NoRegions, as the escalation exists for). It returns the FULL ZCube's files and the drifted ZCubes' files.
 func driftedTable(t *testing.T) (f *fixture, base, drifted []*delta.AddFile) {
 	t.Helper()
 	f = newFixture(t, nil)
@@ -29,7 +29,7 @@ func driftedTable(t *testing.T) (f *fixture, base, drifted []*delta.AddFile) {
 	}
 	for i := range 3 {
 		f.appendFiles(eventRows(1_500, 80_000+1_500*i, uint64(20+i)), 3)
-		if op := f.optimize(small(nil)); op.FilesRemoved != 3 || op.FilesAdded != 1 {
+		if op := f.optimize(small(func(o *cluster.Options) { o.NoRegions = true })); op.FilesRemoved != 3 || op.FilesAdded != 1 {
 			t.Fatalf("drift cycle %d: %+v, want the 3 appended files clustered on their own", i, op)
 		}
 	}
@@ -71,7 +71,7 @@ func TestOptimize_EscalatesDriftedZCubesAndLeavesTheRestUntouched(t *testing.T) 
 
 	// Four whole-range files over a FULL ZCube of ~50 files put the layout ~0.1 below FULL; merging
 	// the young ZCubes among themselves brings it within 0.09 without touching the FULL ZCube.
-	op := f.optimize(small(func(o *cluster.Options) { o.MaxQualityGap = 0.09 }))
+	op := f.optimize(small(func(o *cluster.Options) { o.MaxQualityGap = 0.09; o.NoRegions = true }))
 	if op.Outcome != result.Succeeded || !strings.Contains(op.Message, "escalated:") || !strings.Contains(op.Message, "below FULL") {
 		t.Fatalf("op = %+v, want an escalation that says why", op)
 	}
@@ -103,7 +103,7 @@ func TestOptimize_DoesNotEscalateWithinTheBound(t *testing.T) {
 	f, _, drifted := driftedTable(t)
 	f.appendFiles(eventRows(1_500, 84_500, 30), 3)
 	before := f.rows()
-	op := f.optimize(small(func(o *cluster.Options) { o.MaxQualityGap = 0.9 }))
+	op := f.optimize(small(func(o *cluster.Options) { o.MaxQualityGap = 0.9; o.NoRegions = true }))
 	if op.Outcome != result.Succeeded || op.FilesRemoved != 3 || strings.Contains(op.Message, "escalated") {
 		t.Fatalf("op = %+v, want only the 3 appended files rewritten under a 0.9 bound", op)
 	}

@@ -71,7 +71,7 @@ func PlanFull(ctx context.Context, snap *delta.Snapshot, opts Options) (*FullPla
 	if err != nil {
 		return nil, err
 	}
-	sel, err := selectFiles(snap, logical, names, opts, target, nil)
+	sel, err := selectFiles(snap, logical, names, opts, target, nil, nil)
 	if err != nil {
 		return nil, err
 	}

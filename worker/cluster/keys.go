@@ -122,6 +122,7 @@ type positioner struct {
 	ranges []keyRanges
 	shift  []uint // drops low bits of a range id when the curve has fewer bits per column
 	curve  Curve
+	width  int // bits of a position: columns × bits per column
 }
 
 // newPositioner builds per-column ranges from the samples and the curve over them: Hilbert (or Z-order
@@ -145,6 +146,7 @@ func newPositioner(samples []*keySampler, zorder bool) (*positioner, error) {
 	for _, r := range p.ranges {
 		p.shift = append(p.shift, uint(max(0, r.bits()-bits)))
 	}
+	p.width = len(samples) * bits
 	return p, err
 }
 

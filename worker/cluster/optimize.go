@@ -49,7 +49,11 @@ func Optimize(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, opts 
 	if err != nil {
 		return finish(result.Refuse(result.ReasonBadArgument, err))
 	}
-	sel, err := selectFiles(snap, logical, names, opts, target, nil)
+	rs, err := baseRegions(snap, logical, names, opts)
+	if err != nil {
+		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
+	}
+	sel, err := selectFiles(snap, logical, names, opts, target, rs, nil)
 	if err != nil {
 		return finish(result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err)))
 	}
@@ -106,7 +110,7 @@ func (r *rewritten) abort(ctx context.Context) error {
 // to remove: the inputs, with the row count of their footers where their adds carry none (so that the
 // commit's row check covers them, and a rewrite of only empty files can commit).
 func rewriteFiles(ctx context.Context, snap *delta.Snapshot, keys [][]string, files []*delta.AddFile, pv delta.PartitionValues,
-	cube *zcube, zorder bool, opts Options, target int64, progress func(string)) (*rewritten, error) {
+	cube *zcube, zorder bool, opts Options, target int64, progress func(string), align *alignment) (*rewritten, error) {
 	wo := table.WriteOptions{TargetFileSize: target, DataChange: false}
 	if cube != nil {
 		wo.ClusteringProvider, wo.Tags = Provider, cube.tags()
@@ -115,7 +119,7 @@ func rewriteFiles(ctx context.Context, snap *delta.Snapshot, keys [][]string, fi
 	if err == nil {
 		var l *layout
 		if l, err = newLayout(snap, out, keys); err == nil {
-			return runRewrite(ctx, l, out, files, zorder, opts, progress)
+			return runRewrite(ctx, l, out, files, zorder, opts, progress, align)
 		}
 	}
 	if errors.Is(err, delta.ErrUnsupportedTable) {
@@ -127,13 +131,13 @@ func rewriteFiles(ctx context.Context, snap *delta.Snapshot, keys [][]string, fi
 // runRewrite reads the inputs, sorts and writes them through out, and deletes every output when the
 // rewrite fails.
 func runRewrite(ctx context.Context, l *layout, out *table.RewriteOutputs, files []*delta.AddFile, zorder bool, opts Options,
-	progress func(string)) (*rewritten, error) {
+	progress func(string), align *alignment) (*rewritten, error) {
 	ins, err := openInputs(ctx, l, files)
 	if err != nil {
 		return nil, classifyIO(err)
 	}
 	defer withMemoryLimit(opts.MemoryLimit)()
-	j := &rewriteJob{l: l, ins: ins, out: out, zorder: zorder, opts: opts, progress: progress}
+	j := &rewriteJob{l: l, ins: ins, out: out, zorder: zorder, opts: opts, progress: progress, align: align}
 	st, err := j.run(ctx)
 	if err != nil {
 		return nil, errors.Join(classifyIO(err), out.Abort(context.WithoutCancel(ctx)))

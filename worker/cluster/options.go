@@ -31,6 +31,12 @@ type Options struct {
 	// on any clustering column), the run also reclusters the drifted ZCubes, smallest first, until it is
 	// not (escalate). In (0, 1]; 1 never escalates; 0 means DefaultMaxQualityGap.
 	MaxQualityGap float64
+	// NoRegions clusters new data on its own instead of cutting it along the regions of the table's
+	// base layout (regions.go).
+	NoRegions bool
+	// RegionFanout is how many aligned pieces of one region and level accumulate before they merge
+	// into one piece of the next level (≥ 2; 0 means DefaultRegionFanout).
+	RegionFanout int
 	// MemoryLimit bounds the rows held in memory for sorting; more data spills to TempDir
 	// (0 means DefaultMemoryLimit).
 	MemoryLimit int64
@@ -78,6 +84,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MemoryLimit == 0 {
 		o.MemoryLimit = DefaultMemoryLimit
+	}
+	if o.RegionFanout == 0 {
+		o.RegionFanout = DefaultRegionFanout
+	}
+	if o.RegionFanout < 2 {
+		return o, fmt.Errorf("region fanout must be at least 2, got %d", o.RegionFanout)
 	}
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()

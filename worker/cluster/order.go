@@ -143,3 +143,24 @@ func cutOutputs(sorted []rowKey, rowBytes []float64, target int64) []int {
 	}
 	return starts
 }
+
+// cutGroups is cutOutputs for an aligned rewrite: rows sort by group (the key bits from shift up),
+// and each group's rows are cut on their own into max(1, round(bytes ÷ target)) outputs of equal
+// estimated size, so that no output mixes two regions or levels. It returns each output's first rank
+// and group.
+func cutGroups(sorted []rowKey, rowBytes []float64, target int64, shift int) ([]int, []uint64) {
+	var starts []int
+	var groups []uint64
+	for lo := 0; lo < len(sorted); {
+		g := sorted[lo].pos >> shift
+		hi := lo
+		for hi < len(sorted) && sorted[hi].pos>>shift == g {
+			hi++
+		}
+		for _, s := range cutOutputs(sorted[lo:hi], rowBytes, target) {
+			starts, groups = append(starts, lo+s), append(groups, g)
+		}
+		lo = hi
+	}
+	return starts, groups
+}

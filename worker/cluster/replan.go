@@ -60,7 +60,11 @@ func (r *liquidRun) cluster(ctx context.Context, snap *delta.Snapshot, sel *sele
 		plan := r.describe(sel)
 		say(r.progress, "%s", plan)
 		cube := newZCube(r.names, CurveHilbert, r.target)
-		rw, err := rewriteFiles(ctx, snap, r.keys, sel.files, nil, &cube, false, r.opts, r.target, r.progress)
+		var align *alignment
+		if sel.regions != nil {
+			align = newAlignment(sel.regions, sel.files, sel.merging)
+		}
+		rw, err := rewriteFiles(ctx, snap, r.keys, sel.files, nil, &cube, false, r.opts, r.target, r.progress, align)
 		if err != nil {
 			return r.annotate(err)
 		}
@@ -145,7 +149,14 @@ func (r *liquidRun) replan(latest *delta.Snapshot, inputs []*delta.AddFile) (*se
 	r.replans++
 	r.droppedFiles += len(inputs) - len(live)
 	r.keys = keys
-	sel, err := selectFiles(latest, r.logical, r.names, r.opts, r.target, func(f *delta.AddFile) bool { return live[f.Key()] })
+	rs, err := baseRegions(latest, r.logical, r.names, r.opts)
+	if err != nil {
+		return nil, result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", r.tbl.Location(), err))
+	}
+	if r.esc != nil {
+		rs = nil // an escalated run is planned without regions (escalate)
+	}
+	sel, err := selectFiles(latest, r.logical, r.names, r.opts, r.target, rs, func(f *delta.AddFile) bool { return live[f.Key()] })
 	if err != nil {
 		return nil, result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", r.tbl.Location(), err))
 	}

@@ -47,6 +47,12 @@ type rewriteJob struct {
 	zorder   bool
 	opts     Options
 	progress func(string)
+	// align cuts the outputs along the regions of the table's base layout (regions.go); nil: by size.
+	align *alignment
+	// groupShift is where a row's group id starts in its sort key, outGroups each output's group
+	// (aligned rewrites only).
+	groupShift int
+	outGroups  []uint64
 
 	off   []int64 // global row number of each input's first live row
 	total int64
@@ -104,6 +110,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 	}
 	if err == nil {
 		st.adds = adds
+		j.tagOutputs(adds)
 		j.say("wrote %d/%d files", len(adds), len(adds))
 		if rewriteHook != nil {
 			rewriteHook(st.waves, st.spilledBytes)
@@ -170,6 +177,7 @@ func (j *rewriteJob) run(ctx context.Context) (*rewriteStats, error) {
 		}
 	}
 	st.adds = w.adds
+	j.tagOutputs(w.adds)
 	if rewriteHook != nil {
 		rewriteHook(st.waves, st.spilledBytes)
 	}
@@ -189,6 +197,10 @@ func (j *rewriteJob) cut(sorted []rowKey) ([]int, []uint32) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if j.align != nil {
+			starts, j.outGroups = cutGroups(sorted, diskRow, j.out.Options().TargetFileBytes, j.groupShift)
+			return
+		}
 		starts = cutOutputs(sorted, diskRow, j.out.Options().TargetFileBytes)
 	}()
 	order := make([]uint32, len(sorted))
@@ -199,6 +211,21 @@ func (j *rewriteJob) cut(sorted []rowKey) ([]int, []uint32) {
 	})
 	<-done
 	return starts, order
+}
+
+// tagOutputs gives each output of an aligned rewrite its region tags.
+func (j *rewriteJob) tagOutputs(adds []*delta.AddFile) {
+	if j.align == nil {
+		return
+	}
+	for k, add := range adds {
+		if add.Tags == nil {
+			add.Tags = map[string]string{}
+		}
+		for key, v := range j.align.tags(j.outGroups[k]) {
+			add.Tags[key] = v
+		}
+	}
 }
 
 // rewriteHook lets tests observe how a rewrite used memory and disk.
@@ -260,6 +287,15 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 		return nil, err
 	}
 	pos.curve = tabulate(pos.curve, j.total, j.parallelism())
+	// An aligned rewrite sorts by group first: the group id goes above the curve position, whose low
+	// bits give way if both do not fit in 64 (the order within a group coarsens, nothing else).
+	var drop uint
+	if j.align != nil {
+		j.groupShift = pos.width
+		if over := pos.width + j.align.groupBits() - 64; over > 0 {
+			j.groupShift, drop = pos.width-over, uint(over)
+		}
+	}
 	out := make([]rowKey, j.total)
 	g, _ = errgroup.WithContext(ctx)
 	g.SetLimit(j.parallelism())
@@ -268,7 +304,12 @@ func (j *rewriteJob) positions(ctx context.Context) ([]rowKey, error) {
 			point := make([]uint32, dims)
 			for r := int64(0); r < j.ins[i].live; r++ {
 				g := j.off[i] + r
-				out[g] = rowKey{pos: pos.position(k[r*int64(dims):(r+1)*int64(dims)], point), row: uint32(g), file: uint32(i)}
+				rk := k[r*int64(dims) : (r+1)*int64(dims)]
+				p := pos.position(rk, point)
+				if j.align != nil {
+					p = j.align.group(i, rk)<<j.groupShift | p>>drop
+				}
+				out[g] = rowKey{pos: p, row: uint32(g), file: uint32(i)}
 			}
 			keys[i] = nil
 			return nil

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/deltakeeper/deltakeeper/worker/delta"
@@ -17,6 +18,12 @@ type selection struct {
 	groups                                                 int
 	escalated                                              int // clustered files added by escalate
 	foreign                                                int // files of another clustering provider, left alone
+
+	// regions is the base layout new data is cut along (nil: none, or not this run); merging the
+	// pieces of full region levels (pieceMerges), mergeGroups how many region levels they fill.
+	regions     *regionSet
+	merging     map[*delta.AddFile]bool
+	mergeGroups int
 }
 
 func (s *selection) bytes() int64 {
@@ -39,6 +46,7 @@ func (s *selection) describe() string {
 	add(s.small, "small")
 	add(s.deleted, "with many deleted rows")
 	add(s.overlapping, fmt.Sprintf("overlapping in %d group(s)", s.groups))
+	add(len(s.merging), fmt.Sprintf("aligned pieces merging in %d region level(s)", s.mergeGroups))
 	add(s.escalated, "drifted (escalated)")
 	if len(parts) == 0 {
 		return "no files"
@@ -53,7 +61,10 @@ func (s *selection) describe() string {
 //     not compacted again for its size);
 //   - files whose deletion vectors hide more than MaxDeletedRowsRatio of their rows;
 //   - with AutoRecluster, groups of at least MinOffendingFiles clustered files that pairwise overlap by
-//     more than MinOverlapThreshold (layoutstats.OverlapGroups).
+//     more than MinOverlapThreshold (layoutstats.OverlapGroups);
+//   - with regions (the base layout new data is cut along, regions.go), the aligned pieces of every
+//     region level that holds RegionFanout of them (pieceMerges); pieces are never small or
+//     overlapping: they are as narrow as their region, and merge only among themselves.
 //
 // New data thus forms its own clustered files first and merges with older files only where they are
 // stacked over a common region, so repeated small appends cost about their own size. Files of another
@@ -62,9 +73,9 @@ func (s *selection) describe() string {
 // (Spark's ZCube.filterOutSingleZCubes). A non-nil only restricts the candidates (a re-plan after a
 // conflict considers only the live files of the abandoned attempt).
 func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Options, target int64,
-	only func(*delta.AddFile) bool) (*selection, error) {
+	rs *regionSet, only func(*delta.AddFile) bool) (*selection, error) {
 	sel := &selection{}
-	var clustered []*delta.AddFile
+	var clustered, pieces []*delta.AddFile
 	picked := map[*delta.AddFile]bool{}
 	pick := func(f *delta.AddFile, counter *int) {
 		if !picked[f] {
@@ -89,6 +100,8 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 			pick(f, &sel.overlapping)
 		case deletedRatio(f) > MaxDeletedRowsRatio:
 			pick(f, &sel.deleted)
+		case rs.regionOf(f) >= 0:
+			pieces = append(pieces, f)
 		case f.Size < target/2:
 			pick(f, &sel.small)
 		default:
@@ -115,7 +128,19 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 			}
 		}
 	}
-	if !opts.Full && sel.unclustered == 0 && sel.otherColumns == 0 && sel.deleted == 0 && sel.groups == 0 && singleZCube(sel.files) {
+	if !opts.Full && rs != nil {
+		files, groups := pieceMerges(rs, pieces, opts.RegionFanout)
+		sel.merging, sel.mergeGroups = map[*delta.AddFile]bool{}, groups
+		for _, f := range files {
+			sel.merging[f] = true
+			sel.files = append(sel.files, f)
+		}
+	}
+	if rs != nil && !slices.ContainsFunc(sel.files, rs.isBase) {
+		sel.regions = rs
+	}
+	if !opts.Full && sel.unclustered == 0 && sel.otherColumns == 0 && sel.deleted == 0 && sel.groups == 0 && sel.mergeGroups == 0 &&
+		singleZCube(sel.files) {
 		return &selection{foreign: sel.foreign}, nil
 	}
 	return sel, nil

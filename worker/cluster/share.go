@@ -117,7 +117,11 @@ func (rep *ShareReport) run(ctx context.Context, snap *delta.Snapshot, opts Opti
 	if err != nil {
 		return result.Refuse(result.ReasonBadArgument, err)
 	}
-	sel, err := selectFiles(snap, logical, names, opts, target, nil)
+	rs, err := baseRegions(snap, logical, names, opts)
+	if err != nil {
+		return result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err))
+	}
+	sel, err := selectFiles(snap, logical, names, opts, target, rs, nil)
 	if err != nil {
 		return result.Refuse(result.ReasonCorruptTable, fmt.Errorf("table %s: %w", loc, err))
 	}
@@ -128,7 +132,13 @@ func (rep *ShareReport) run(ctx context.Context, snap *delta.Snapshot, opts Opti
 		Params: map[string]string{"predicate": "[]", "zOrderBy": "[]", "clusterBy": cube.orderBy, "auto": "false", "isFull": fmt.Sprint(opts.Full)}}
 	var rw *rewritten
 	if len(files) > 0 {
-		if rw, err = rewriteFiles(ctx, snap, keys, files, nil, &cube, false, opts, target, progress); err != nil {
+		// Every share sees the same snapshot, so the same regions: each cuts its own rows along them
+		// (a region gets a piece per share that has rows for it).
+		var align *alignment
+		if sel.regions != nil {
+			align = newAlignment(sel.regions, files, sel.merging)
+		}
+		if rw, err = rewriteFiles(ctx, snap, keys, files, nil, &cube, false, opts, target, progress, align); err != nil {
 			return err
 		}
 		m.RowTrackingPreserved = rw.preserved

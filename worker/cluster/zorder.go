@@ -83,7 +83,7 @@ func ZOrder(ctx context.Context, tbl *delta.Table, snap *delta.Snapshot, columns
 	for i, k := range order {
 		say(progress, "partition %d/%d", i+1, len(order))
 		files := parts[k]
-		rw, err := rewriteFiles(ctx, snap, keys, files, files[0].PartitionValues, nil, true, opts, target, progress)
+		rw, err := rewriteFiles(ctx, snap, keys, files, files[0].PartitionValues, nil, true, opts, target, progress, nil)
 		if err != nil {
 			if cerr := all.abort(ctx); cerr != nil {
 				err = fmt.Errorf("%w (and: %w)", err, cerr)

@@ -26,10 +26,13 @@ func clusterOptions(fs *flag.FlagSet) func() cluster.Options {
 	minOff := fs.Int("min-offending-files", cluster.DefaultMinOffendingFiles, "auto-recluster: smallest group")
 	minOverlap := fs.Float64("min-overlap-threshold", cluster.DefaultMinOverlapThreshold, "auto-recluster: pair score threshold")
 	maxGap := fs.Float64("max-quality-gap", cluster.DefaultMaxQualityGap, "escalate when the forecast gap to FULL exceeds it (1: never)")
+	align := fs.Bool("align-new-data", true, "cut new data along the base ZCube's files (false: cluster it on its own)")
+	fanout := fs.Int("region-fanout", cluster.DefaultRegionFanout, "aligned pieces per region and level before they merge")
 	return func() cluster.Options {
 		runtime.GOMAXPROCS(*threads)
 		o := cluster.DefaultOptions()
 		o.MinOffendingFiles, o.MinOverlapThreshold, o.MaxQualityGap = *minOff, *minOverlap, *maxGap
+		o.NoRegions, o.RegionFanout = !*align, *fanout
 		o.TargetFileSize, o.Parallelism, o.MemoryLimit, o.TempDir = *target, *threads, *mem, *tmp
 		return o
 	}
