@@ -151,20 +151,14 @@ func (m *layoutModel) alignedGap(sel *selection, merged []bool) (float64, error)
 			copies[m.indexOf[f]]++
 		}
 	}
-	type rl struct{ region, level int }
-	seen := map[rl]bool{}
-	for f := range sel.merging {
-		k := rl{rs.regionOf(f), pieceLevel(f)}
-		if !seen[k] {
-			seen[k] = true
-			copies[m.indexOf[rs.files[k.region]]]++
-		}
+	for _, r := range sel.mergeRegions {
+		copies[m.indexOf[rs.files[r]]]++
 	}
 	ref, worst := m.reference(), 0.0
 	for c := range m.bounds {
-		after, err := layoutstats.ForecastWithCopies(m.bounds[c], merged, copies)
+		after, err := layoutstats.ForecastWithCopies(m.names[c], m.bounds[c], merged, copies)
 		if err != nil {
-			return 0, fmt.Errorf("clustering column %s: %w", m.names[c], err)
+			return 0, err
 		}
 		worst = max(worst, ref-after)
 	}

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -45,7 +44,6 @@ type regionSet struct {
 	hi    [][]uint64
 	index map[string]int // path → region
 	cells *regionGrid
-	zcube string
 }
 
 // findRegions returns the table's base layout, or nil when it has none worth aligning to: the largest
@@ -73,7 +71,7 @@ func findRegions(snap *delta.Snapshot, logical [][]string, names []string) (*reg
 	}
 	files := by[best]
 	slices.SortFunc(files, func(a, b *delta.AddFile) int { return strings.Compare(a.Path, b.Path) })
-	rs := &regionSet{files: files, index: map[string]int{}, zcube: best}
+	rs := &regionSet{files: files, index: map[string]int{}}
 	for i, f := range files {
 		b, err := fileBox(snap, f, logical)
 		if err != nil {
@@ -138,19 +136,24 @@ func pieceLevel(f *delta.AddFile) int {
 // else the nearest box (the sum over columns of the distance outside it, each column scaled by the
 // regions' span on it), so that rows beyond the base's range extend the pieces at its edge.
 func (rs *regionSet) locate(keys []uint64) int {
-	cands := rs.cells.candidates(keys)
-	for _, r := range cands {
-		if rs.contains(r, keys) {
-			return int(r)
+	g := rs.cells
+	near := [][]int32{g.cells[g.index(keys)], g.wide}
+	for _, list := range near {
+		for _, r := range list {
+			if rs.contains(r, keys) {
+				return int(r)
+			}
 		}
 	}
-	if len(cands) == 0 {
-		cands = rs.cells.all
+	if len(near[0])+len(near[1]) == 0 {
+		near = [][]int32{g.all}
 	}
 	best, bestD := 0, math.Inf(1)
-	for _, r := range cands {
-		if d := rs.distance(int(r), keys); d < bestD {
-			best, bestD = int(r), d
+	for _, list := range near {
+		for _, r := range list {
+			if d := rs.distance(int(r), keys); d < bestD {
+				best, bestD = int(r), d
+			}
 		}
 	}
 	return best
@@ -274,14 +277,14 @@ func (g *regionGrid) each(a, b []int, fn func(int)) {
 	}
 }
 
-func (g *regionGrid) candidates(keys []uint64) []int32 {
-	var idx int
-	p := g.cell(keys)
-	g.each(p, p, func(i int) { idx = i })
-	if len(g.wide) == 0 {
-		return g.cells[idx]
+// index is the row-major index of the cell holding keys (each's numbering), without allocating: it
+// runs once per new row.
+func (g *regionGrid) index(keys []uint64) int {
+	idx := 0
+	for c, cuts := range g.cuts {
+		idx = idx*(len(cuts)+1) + sort.Search(len(cuts), func(i int) bool { return cuts[i] > keys[c] })
 	}
-	return append(slices.Clone(g.cells[idx]), g.wide...)
+	return idx
 }
 
 // pieceGroup is where an input's rows go in an aligned rewrite: a fixed region and level (a piece
@@ -339,8 +342,9 @@ func (a *alignment) tags(g uint64) map[string]string {
 }
 
 // pieceMerges selects, among the live pieces of the regions, every region and level that holds at
-// least fanout pieces: they merge into one piece of the next level. Returned in path order.
-func pieceMerges(rs *regionSet, pieces []*delta.AddFile, fanout int) (files []*delta.AddFile, groups int) {
+// least fanout pieces: they merge into one piece of the next level. It returns the pieces in path
+// order and, per level merged, its region.
+func pieceMerges(rs *regionSet, pieces []*delta.AddFile, fanout int) (files []*delta.AddFile, regions []int) {
 	type rl struct{ region, level int }
 	by := map[rl][]*delta.AddFile{}
 	for _, f := range pieces {
@@ -356,10 +360,7 @@ func pieceMerges(rs *regionSet, pieces []*delta.AddFile, fanout int) (files []*d
 	slices.SortFunc(keys, func(a, b rl) int { return cmp.Or(cmp.Compare(a.region, b.region), cmp.Compare(a.level, b.level)) })
 	for _, k := range keys {
 		files = append(files, by[k]...)
+		regions = append(regions, k.region)
 	}
-	return files, len(keys)
-}
-
-func (rs *regionSet) String() string {
-	return fmt.Sprintf("%d regions of ZCube %s", len(rs.files), rs.zcube)
+	return files, regions
 }

@@ -60,11 +60,7 @@ func (r *liquidRun) cluster(ctx context.Context, snap *delta.Snapshot, sel *sele
 		plan := r.describe(sel)
 		say(r.progress, "%s", plan)
 		cube := newZCube(r.names, CurveHilbert, r.target)
-		var align *alignment
-		if sel.regions != nil {
-			align = newAlignment(sel.regions, sel.files, sel.merging)
-		}
-		rw, err := rewriteFiles(ctx, snap, r.keys, sel.files, nil, &cube, false, r.opts, r.target, r.progress, align)
+		rw, err := rewriteFiles(ctx, snap, r.keys, sel.files, nil, &cube, false, r.opts, r.target, r.progress, sel.alignment(sel.files))
 		if err != nil {
 			return r.annotate(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -222,9 +223,7 @@ func (j *rewriteJob) tagOutputs(adds []*delta.AddFile) {
 		if add.Tags == nil {
 			add.Tags = map[string]string{}
 		}
-		for key, v := range j.align.tags(j.outGroups[k]) {
-			add.Tags[key] = v
-		}
+		maps.Copy(add.Tags, j.align.tags(j.outGroups[k]))
 	}
 }
 

@@ -20,10 +20,19 @@ type selection struct {
 	foreign                                                int // files of another clustering provider, left alone
 
 	// regions is the base layout new data is cut along (nil: none, or not this run); merging the
-	// pieces of full region levels (pieceMerges), mergeGroups how many region levels they fill.
-	regions     *regionSet
-	merging     map[*delta.AddFile]bool
-	mergeGroups int
+	// pieces of full region levels (pieceMerges), mergeRegions the region of each level merged.
+	regions      *regionSet
+	merging      map[*delta.AddFile]bool
+	mergeRegions []int
+}
+
+// alignment is the plan of an aligned rewrite of files (the selection's, or a share of them), nil
+// when the run keeps no regions.
+func (s *selection) alignment(files []*delta.AddFile) *alignment {
+	if s.regions == nil {
+		return nil
+	}
+	return newAlignment(s.regions, files, s.merging)
 }
 
 func (s *selection) bytes() int64 {
@@ -46,7 +55,7 @@ func (s *selection) describe() string {
 	add(s.small, "small")
 	add(s.deleted, "with many deleted rows")
 	add(s.overlapping, fmt.Sprintf("overlapping in %d group(s)", s.groups))
-	add(len(s.merging), fmt.Sprintf("aligned pieces merging in %d region level(s)", s.mergeGroups))
+	add(len(s.merging), fmt.Sprintf("aligned pieces merging in %d region level(s)", len(s.mergeRegions)))
 	add(s.escalated, "drifted (escalated)")
 	if len(parts) == 0 {
 		return "no files"
@@ -129,8 +138,9 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 		}
 	}
 	if !opts.Full && rs != nil {
-		files, groups := pieceMerges(rs, pieces, opts.RegionFanout)
-		sel.merging, sel.mergeGroups = map[*delta.AddFile]bool{}, groups
+		var files []*delta.AddFile
+		files, sel.mergeRegions = pieceMerges(rs, pieces, opts.RegionFanout)
+		sel.merging = map[*delta.AddFile]bool{}
 		for _, f := range files {
 			sel.merging[f] = true
 			sel.files = append(sel.files, f)
@@ -139,7 +149,7 @@ func selectFiles(snap *delta.Snapshot, keys [][]string, names []string, opts Opt
 	if rs != nil && !slices.ContainsFunc(sel.files, rs.isBase) {
 		sel.regions = rs
 	}
-	if !opts.Full && sel.unclustered == 0 && sel.otherColumns == 0 && sel.deleted == 0 && sel.groups == 0 && sel.mergeGroups == 0 &&
+	if !opts.Full && sel.unclustered == 0 && sel.otherColumns == 0 && sel.deleted == 0 && sel.groups == 0 && len(sel.mergeRegions) == 0 &&
 		singleZCube(sel.files) {
 		return &selection{foreign: sel.foreign}, nil
 	}

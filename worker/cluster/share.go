@@ -134,11 +134,7 @@ func (rep *ShareReport) run(ctx context.Context, snap *delta.Snapshot, opts Opti
 	if len(files) > 0 {
 		// Every share sees the same snapshot, so the same regions: each cuts its own rows along them
 		// (a region gets a piece per share that has rows for it).
-		var align *alignment
-		if sel.regions != nil {
-			align = newAlignment(sel.regions, files, sel.merging)
-		}
-		if rw, err = rewriteFiles(ctx, snap, keys, files, nil, &cube, false, opts, target, progress, align); err != nil {
+		if rw, err = rewriteFiles(ctx, snap, keys, files, nil, &cube, false, opts, target, progress, sel.alignment(files)); err != nil {
 			return err
 		}
 		m.RowTrackingPreserved = rw.preserved

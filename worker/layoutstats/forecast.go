@@ -200,43 +200,26 @@ func effectiveness(depth, sub []int64, all, add float64, from, to, n int) float6
 
 // ForecastWithCopies predicts one column's SkippingEffectiveness after the files marked in merged are
 // removed and copies[i] files with file i's bounds are added: the layout an aligned clustering run
-// leaves, whose outputs each lie within one file of the layout it aligns to.
-func ForecastWithCopies(files []Bounds, merged []bool, copies []int) (float64, error) {
+// leaves, whose outputs each lie within one file of the layout it aligns to. It is Quality of that
+// layout: only the files the run leaves count, their boundaries the probes (1 when none has both
+// bounds, as ForecastSkipping).
+func ForecastWithCopies(column string, files []Bounds, merged []bool, copies []int) (float64, error) {
 	if len(merged) != len(files) || len(copies) != len(files) {
 		return 0, fmt.Errorf("forecast: %d merge marks and %d copy counts for %d files", len(merged), len(copies), len(files))
 	}
-	// Only the files the run leaves count, their boundaries the probes: the merged files' boundaries
-	// are gone with them.
-	var with []Bounds
-	var n []int
+	var after []Bounds
 	for i, f := range files {
-		if k := copies[i] + btoi(!merged[i]); k > 0 && f.Min != nil && f.Max != nil {
-			with, n = append(with, f), append(n, k)
+		n := copies[i]
+		if !merged[i] {
+			n++
+		}
+		for range n {
+			after = append(after, f)
 		}
 	}
-	if len(with) == 0 {
-		return 1, nil
+	q, err := Quality(column, after)
+	if err != nil || q.Status != StatusOK {
+		return 1, err
 	}
-	distinct, err := sortedDistinct(with)
-	if err != nil {
-		return 0, err
-	}
-	var lo, hi []int
-	for i, f := range with {
-		l, h := rankOf(distinct, f.Min), rankOf(distinct, f.Max)
-		if l > h {
-			l, h = h, l
-		}
-		for range n[i] {
-			lo, hi = append(lo, l), append(hi, h)
-		}
-	}
-	return effectiveness(probeDepths(len(distinct), lo, hi), nil, 0, 0, 0, 0, len(lo)), nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	return q.SkippingEffectiveness, nil
 }
